@@ -1,0 +1,68 @@
+"""Every way to check specproof. ``nox`` alone runs the default CPU test suite."""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYTHON = "3.11"
+CONSTRAINTS = ("-c", "constraints.txt")
+CPU_ENV = {"TRITON_INTERPRET": "1"}
+
+
+def install(session: nox.Session, extras: str) -> None:
+    session.install(*CONSTRAINTS, "-e", f".[{extras}]")
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The whole CPU suite (Triton kernels run under the interpreter)."""
+    install(session, "test")
+    env = {**CPU_ENV, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
+    session.run("pytest", "-m", "not slow and not gpu", *session.posargs, env=env)
+
+
+@nox.session(python=PYTHON, default=False)
+def thorough(session: nox.Session) -> None:
+    """Exhaustive and slow tests, with the thorough hypothesis profile."""
+    install(session, "test")
+    env = {**CPU_ENV, "HYPOTHESIS_PROFILE": "thorough"}
+    session.run("pytest", "-m", "not gpu", *session.posargs, env=env)
+
+
+@nox.session(python=PYTHON, default=False)
+def gpu(session: nox.Session) -> None:
+    """The suite on a CUDA device: kernels compiled, not interpreted."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "not slow", *session.posargs, env={"SPECPROOF_DEVICE": "cuda"})
+
+
+@nox.session(python=PYTHON, default=False)
+def lint(session: nox.Session) -> None:
+    session.install(*CONSTRAINTS, "ruff")
+    session.run("ruff", "check", ".", *session.posargs)
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=PYTHON, default=False)
+def typecheck(session: nox.Session) -> None:
+    install(session, "typecheck")
+    session.run("mypy", "specproof", "reference", "optimized", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def demo(session: nox.Session) -> None:
+    """The main job: the lossless matrix on the built-in models."""
+    install(session, "test")
+    session.run("specproof", "matrix", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def proofs(session: nox.Session) -> None:
+    """Run every theorem's executable certificate."""
+    install(session, "test")
+    session.run("python", "proofs/check_all.py", *session.posargs)
