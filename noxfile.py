@@ -66,3 +66,17 @@ def proofs(session: nox.Session) -> None:
     """Run every theorem's executable certificate."""
     install(session, "test")
     session.run("python", "proofs/check_all.py", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def bench(session: nox.Session) -> None:
+    """Kernel benchmarks: writes BENCHMARKS.md and benchmarks/results.json."""
+    install(session, "test")
+    session.run("python", "bench/run.py", *session.posargs, env=CPU_ENV)
+
+
+@nox.session(python=PYTHON, default=False)
+def calibration(session: nox.Session) -> None:
+    """Observed false-fail rate and power of the statistical tests, beside alpha and 1 - beta."""
+    install(session, "test")
+    session.run("python", "-m", "specproof.stats.calibrate", *session.posargs)
