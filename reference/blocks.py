@@ -36,6 +36,4 @@ class DraftBlock:
         return tuple(out)
 
     def truncated(self, length: int) -> DraftBlock:
-        return DraftBlock(
-            self.tokens[:length], self.proposals[:length], self.confidences[:length]
-        )
+        return DraftBlock(self.tokens[:length], self.proposals[:length], self.confidences[:length])

@@ -11,14 +11,15 @@ import random
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import NamedTuple, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 T = TypeVar("T", bound=Hashable)
 Law = dict[T, Fraction]
 """An exact law: outcome -> probability; probabilities are positive and sum to 1."""
 
 
-class Address(NamedTuple):
+@dataclass(frozen=True)
+class Address:
     """Names one random choice so that a counter-based generator can replay it."""
 
     round: int

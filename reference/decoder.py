@@ -66,7 +66,9 @@ class SpeculativeDecoder:
             tokens = tuple(prompt)
             bad = [t for t in tokens if not isinstance(t, int) or not 0 <= t < self.vocab_size]
             if bad:
-                raise ValueError(f"prompt {r}: token ids {bad} are outside 0..{self.vocab_size - 1}")
+                raise ValueError(
+                    f"prompt {r}: token ids {bad} are outside 0..{self.vocab_size - 1}"
+                )
             for model in (self.target, self.drafter):
                 if model.order is not None and len(tokens) < model.order:
                     raise ValueError(
@@ -89,7 +91,10 @@ def decode(interp: Interpreter, dec: SpeculativeDecoder, state: _State, round: i
         return interp.pure(tuple(() for _ in state.remaining))
     key = (
         "decode",
-        tuple(dec.context_key(c) if left > 0 else None for c, left in zip(state.contexts, state.remaining, strict=True)),
+        tuple(
+            dec.context_key(c) if left > 0 else None
+            for c, left in zip(state.contexts, state.remaining, strict=True)
+        ),
         state.remaining,
         state.scheduler_state,
     )
@@ -109,7 +114,9 @@ def decode(interp: Interpreter, dec: SpeculativeDecoder, state: _State, round: i
             decode(interp, dec, after, round + 1), lambda rest: interp.pure(prepend(rest))
         )
 
-    return interp.memo(key, lambda: interp.bind(one_round(interp, dec, state, round), continue_after))
+    return interp.memo(
+        key, lambda: interp.bind(one_round(interp, dec, state, round), continue_after)
+    )
 
 
 def one_round(interp: Interpreter, dec: SpeculativeDecoder, state: _State, round: int) -> Random:
@@ -144,7 +151,12 @@ def one_round(interp: Interpreter, dec: SpeculativeDecoder, state: _State, round
     def verify_all(scheduled: tuple[tuple[DraftBlock, ...], Hashable]) -> Random:
         admitted, next_state = scheduled
         verified = interp.product([verify(r, b) for r, b in zip(active, admitted, strict=True)])
-        return interp.bind(verified, lambda emitted: interp.pure((_spread(emitted, active, len(state.remaining)), next_state)))
+        return interp.bind(
+            verified,
+            lambda emitted: interp.pure(
+                (_spread(emitted, active, len(state.remaining)), next_state)
+            ),
+        )
 
     blocks = interp.product([draft(r) for r in active])
     return interp.bind(interp.bind(blocks, schedule), verify_all)

@@ -66,12 +66,21 @@ def appendix_a() -> Case:
 
 
 def default_case() -> Case:
-    """Two requests over a 3-token vocabulary with bigram models (seeded, exact tables)."""
-    rng = random.Random(20250601)
+    """Two requests over a 3-token vocabulary, bigram target and drafter tables (seeded, exact),
+    gamma = 3, the first 3 tokens of each request, and a jagged SPS curve."""
+    rng = random.Random(3)
     target = random_target(rng, 3, 1, denominator=10)
-    drafter = random_drafter(rng, 3, 1, 2, denominator=10)
+    drafter = random_drafter(rng, 3, 1, 3, denominator=10)
     sps = table_sps(
-        {1: Fraction(1), 2: Fraction(1), 3: Fraction(3, 4), 4: Fraction(1, 2), 5: Fraction(9, 20)},
-        tail=Fraction(2, 5),
+        {
+            1: Fraction(1),
+            2: Fraction(1),
+            3: Fraction(3, 5),
+            4: Fraction(11, 20),
+            5: Fraction(1, 2),
+            6: Fraction(9, 20),
+            7: Fraction(2, 5),
+        },
+        tail=Fraction(1, 3),
     )
-    return Case("default", target, drafter, 2, sps, ((0,), (2,)), 2)
+    return Case("default", target, drafter, 3, sps, ((0,), (2,)), 3)

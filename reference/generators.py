@@ -19,7 +19,9 @@ def random_dist(rng: random.Random, vocab_size: int, denominator: int = 12) -> D
 def random_target(
     rng: random.Random, vocab_size: int, order: int, denominator: int = 12
 ) -> TargetModel:
-    table = {ctx: random_dist(rng, vocab_size, denominator) for ctx in all_contexts(vocab_size, order)}
+    table = {
+        ctx: random_dist(rng, vocab_size, denominator) for ctx in all_contexts(vocab_size, order)
+    }
     return TargetModel.from_table(vocab_size, order, table)
 
 

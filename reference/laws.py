@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from fractions import Fraction
+from typing import TypeVar
 
 from .choices import Chooser, Law, SeededSource, UniformSource, law_of
 from .decoder import Outputs, SpeculativeDecoder, decode, initial_state, one_round
 from .distributions import Tokens
 from .interpreters import Exact, Sampler
 from .models import TargetModel
+
+K = TypeVar("K", bound=Hashable)
 
 
 def exact_law(
@@ -44,7 +47,9 @@ def target_law(
         for prompt in prompts:
             emitted: list[int] = []
             for i in range(num_tokens):
-                emitted.append(chooser.categorical(target.dist(tuple(prompt) + tuple(emitted)), "target", i))
+                emitted.append(
+                    chooser.categorical(target.dist(tuple(prompt) + tuple(emitted)), "target", i)
+                )
             outputs.append(tuple(emitted))
         return tuple(outputs)
 
@@ -59,10 +64,14 @@ def reference_law(
     return target_law(dec.rule.law_target(dec.target), prompts, num_tokens)
 
 
-def tv_distance(first: Mapping[Hashable, Fraction], second: Mapping[Hashable, Fraction]) -> Fraction:
+def tv_distance(
+    first: Mapping[K, Fraction], second: Mapping[K, Fraction]
+) -> Fraction:
     """Exact total-variation distance between two laws."""
     support = set(first) | set(second)
-    total = sum((abs(first.get(x, Fraction(0)) - second.get(x, Fraction(0))) for x in support), Fraction(0))
+    total = sum(
+        (abs(first.get(x, Fraction(0)) - second.get(x, Fraction(0))) for x in support), Fraction(0)
+    )
     return total / 2
 
 
@@ -77,7 +86,9 @@ def round_law(dec: SpeculativeDecoder, prompts: Sequence[Sequence[int]]) -> Law[
     big = dec.gamma + 1
     checked = dec.check_prompts(prompts, big)
     law: Law[Outputs] = {}
-    for (emitted, _), weight in one_round(Exact(), dec, initial_state(dec, checked, big), 0).items():
+    for (emitted, _), weight in one_round(
+        Exact(), dec, initial_state(dec, checked, big), 0
+    ).items():
         law[emitted] = law.get(emitted, Fraction(0)) + weight
     return law
 

@@ -182,9 +182,7 @@ class Drafter:
         key = (self.context_key(context), drafted)
         if key not in self._q:
             where = f"{self.name} q(.|{key[0]}, drafted={drafted})"
-            self._q[key] = as_dist(
-                self._proposal(*key), vocab_size=self.vocab_size, where=where
-            )
+            self._q[key] = as_dist(self._proposal(*key), vocab_size=self.vocab_size, where=where)
         return self._q[key]
 
     def confidence(self, context: Tokens, drafted: Tokens) -> Fraction:

@@ -2,7 +2,8 @@
 
 The public signature, which any user callable may implement::
 
-    schedule(confidences: Sequence[Sequence[float]], sps: Callable[[int], float] | None) -> list[int]
+    schedule(confidences: Sequence[Sequence[float]],
+             sps: Callable[[int], float] | None) -> list[int]
 
 ``confidences[r][k-1]`` is c_{r,k}; the result is l_r in 0..gamma per request. Schedulers that
 need more than confidences (the drafted tokens' probabilities, or state carried across rounds)
@@ -80,7 +81,7 @@ def _walk(
     lengths = [0] * requests
     batch = requests
     expected_tokens: Real = requests
-    best_theta = requests * sps(requests)
+    best_theta: Real = requests * sps(requests)
     best = list(lengths)
     for r, j, a in ranked_candidates(confidences, tie_break):
         lengths[r] = j
@@ -130,7 +131,9 @@ class FixedGamma:
         self.name = "fixed-gamma" if length is None else f"fixed({length})"
 
     def __call__(self, confidences: Sequence[Sequence[Real]], sps: SPS | None) -> list[int]:
-        return [len(row) if self.length is None else min(self.length, len(row)) for row in confidences]
+        return [
+            len(row) if self.length is None else min(self.length, len(row)) for row in confidences
+        ]
 
 
 class StaticThreshold:
@@ -143,9 +146,7 @@ class StaticThreshold:
         self.name = f"threshold({self.threshold})"
 
     def __call__(self, confidences: Sequence[Sequence[Real]], sps: SPS | None) -> list[int]:
-        return [
-            sum(1 for a in prefix_survival(row) if a >= self.threshold) for row in confidences
-        ]
+        return [sum(1 for a in prefix_survival(row) if a >= self.threshold) for row in confidences]
 
 
 class FixedTopK:
@@ -190,7 +191,9 @@ class CallableScheduler:
 
 def check_lengths(lengths: object, blocks: Sequence[DraftBlock], who: str) -> list[int]:
     if not isinstance(lengths, list | tuple) or len(lengths) != len(blocks):
-        raise ValueError(f"scheduler {who}: expected a list of {len(blocks)} lengths, got {lengths!r}")
+        raise ValueError(
+            f"scheduler {who}: expected a list of {len(blocks)} lengths, got {lengths!r}"
+        )
     for r, (length, block) in enumerate(zip(lengths, blocks, strict=True)):
         gamma = len(block.tokens)
         if isinstance(length, bool) or not isinstance(length, int) or not 0 <= length <= gamma:

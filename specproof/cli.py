@@ -1,0 +1,41 @@
+"""The ``specproof`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _matrix(args: argparse.Namespace) -> int:
+    from specproof.matrix import compute_matrix, render, stderr_progress, to_json
+
+    matrix = compute_matrix(progress=None if args.quiet else stderr_progress)
+    print(render(matrix))
+    if args.json:
+        Path(args.json).write_text(json.dumps(to_json(matrix), indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="specproof", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    matrix = commands.add_parser("matrix", help="exact TV from the target law, rule x scheduler")
+    matrix.add_argument("--json", metavar="PATH", help="also write the matrix as JSON")
+    matrix.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    commands.add_parser(
+        "audit", help="audit a verifier or scheduler (see `specproof audit --help`)", add_help=False
+    )
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "audit":
+        from specproof.audit import main as audit_main
+
+        return int(audit_main(argv[1:]))
+    args = parser.parse_args(argv)
+    return _matrix(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
