@@ -64,9 +64,7 @@ def reference_law(
     return target_law(dec.rule.law_target(dec.target), prompts, num_tokens)
 
 
-def tv_distance(
-    first: Mapping[K, Fraction], second: Mapping[K, Fraction]
-) -> Fraction:
+def tv_distance(first: Mapping[K, Fraction], second: Mapping[K, Fraction]) -> Fraction:
     """Exact total-variation distance between two laws."""
     support = set(first) | set(second)
     total = sum(

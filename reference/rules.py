@@ -54,15 +54,25 @@ def sample_block(context: Tokens, drafter: Drafter, gamma: int, chooser: Chooser
     return DraftBlock(tuple(tokens), tuple(proposals), tuple(confidences))
 
 
-class ChainRule:
+class SampledDraftRule:
+    """Shared by rules whose drafts are sampled from the drafter and whose law is the target's."""
+
+    name = "sampled-draft"
+    lossless = True
+
+    def draft(self, context: Tokens, drafter: Drafter, gamma: int, chooser: Chooser) -> DraftBlock:
+        return sample_block(context, drafter, gamma, chooser)
+
+    def law_target(self, target: TargetModel) -> TargetModel:
+        return target
+
+
+class ChainRule(SampledDraftRule):
     """Chain speculative sampling: accept x_k with prob min(1, p_k(x_k)/q_k(x_k)); at the first
     rejection emit a token from norm(max(0, p_k - q_k)); if all pass, a bonus token from p."""
 
     name = "chain"
     lossless = True
-
-    def draft(self, context: Tokens, drafter: Drafter, gamma: int, chooser: Chooser) -> DraftBlock:
-        return sample_block(context, drafter, gamma, chooser)
 
     def verify(
         self,
@@ -84,18 +94,12 @@ class ChainRule:
         p = target.dist(context + tuple(emitted))
         return (*emitted, chooser.categorical(p, "bonus", len(emitted) + 1))
 
-    def law_target(self, target: TargetModel) -> TargetModel:
-        return target
 
-
-class GreedyRule:
+class GreedyRule(SampledDraftRule):
     """Temperature 0: keep drafts while they equal the target argmax; then emit the argmax."""
 
     name = "greedy"
     lossless = True
-
-    def draft(self, context: Tokens, drafter: Drafter, gamma: int, chooser: Chooser) -> DraftBlock:
-        return sample_block(context, drafter, gamma, chooser)
 
     def verify(
         self,
@@ -117,7 +121,7 @@ class GreedyRule:
         return target.greedy()
 
 
-class TreeRule:
+class TreeRule(SampledDraftRule):
     """Target-only tree verification (SGLang / EAGLE semantics).
 
     The tree is deterministic: every node expands the ``width`` most likely draft tokens, down
@@ -170,11 +174,8 @@ class TreeRule:
         bonus = target.dist(context + tuple(path))
         return (*path, chooser.categorical(bonus, "bonus", len(path) + 1))
 
-    def law_target(self, target: TargetModel) -> TargetModel:
-        return target
 
-
-class SpecInferRule:
+class SpecInferRule(SampledDraftRule):
     """Multi-draft verification with ``width`` i.i.d. draft chains (SpecInfer).
 
     The scheduled block is chain 0; the other chains are drafted independently to the same
@@ -190,9 +191,6 @@ class SpecInferRule:
             raise ValueError(f"number of draft chains must be >= 1, got {width}")
         self.width = width
         self.name = f"specinfer(chains={width})"
-
-    def draft(self, context: Tokens, drafter: Drafter, gamma: int, chooser: Chooser) -> DraftBlock:
-        return sample_block(context, drafter, gamma, chooser)
 
     def verify(
         self,
@@ -236,11 +234,8 @@ class SpecInferRule:
             tokens.append(chooser.categorical(q, f"draft-chain{chain}", k))
         return tuple(tokens)
 
-    def law_target(self, target: TargetModel) -> TargetModel:
-        return target
 
-
-class BlockRule:
+class BlockRule(SampledDraftRule):
     """Block verification (Sun et al., ICLR 2025).
 
     p_0 = 1; p_i = min(1, p_{i-1} P(x_i)/Q(x_i)); rho_i = sum_x max(p_i P(x|x_<=i) - Q(x|x_<=i), 0);
@@ -254,9 +249,6 @@ class BlockRule:
         self.token_wise_residual = token_wise_residual
         self.lossless = not token_wise_residual
         self.name = "block(token-wise residual)" if token_wise_residual else "block"
-
-    def draft(self, context: Tokens, drafter: Drafter, gamma: int, chooser: Chooser) -> DraftBlock:
-        return sample_block(context, drafter, gamma, chooser)
 
     def _weighted_residual(self, weight: Fraction, big: Dist, small: Dist) -> list[Fraction]:
         if self.token_wise_residual:
@@ -301,6 +293,3 @@ class BlockRule:
         correction = normalise(self._weighted_residual(weights[tau], big, small))
         assert correction is not None, "tau < l has probability 0 when the residual is empty"
         return (*kept, chooser.categorical(correction, "residual", tau + 1))
-
-    def law_target(self, target: TargetModel) -> TargetModel:
-        return target
