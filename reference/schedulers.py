@@ -13,6 +13,7 @@ implement :class:`BlockScheduler` instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, Protocol, runtime_checkable
 
@@ -73,26 +74,49 @@ def _require_sps(sps: SPS | None, who: str) -> SPS:
     return sps
 
 
-def _walk(
-    confidences: Sequence[Sequence[Real]], sps: SPS, early_break: bool, tie_break: TieBreak
-) -> list[int]:
-    """Algorithm 1 of the DSpark paper; ``early_break=False`` is the global search."""
+@dataclass(frozen=True)
+class WalkStep:
+    """One step of Algorithm 1's walk: after admitting (request, position), the batch size B,
+    expected tokens tau and objective Theta = tau * SPS(B). Step 0 admits nothing."""
+
+    request: int | None
+    position: int
+    batch: int
+    expected_tokens: Real
+    theta: Real
+    lengths: tuple[int, ...]
+
+
+def greedy_path(
+    confidences: Sequence[Sequence[Real]], sps: SPS, tie_break: TieBreak = "position"
+) -> list[WalkStep]:
+    """Every step of the greedy walk over all candidates, without stopping."""
     requests = len(confidences)
     lengths = [0] * requests
     batch = requests
     expected_tokens: Real = requests
-    best_theta: Real = requests * sps(requests)
-    best = list(lengths)
+    path = [WalkStep(None, 0, batch, expected_tokens, expected_tokens * sps(batch), tuple(lengths))]
     for r, j, a in ranked_candidates(confidences, tie_break):
         lengths[r] = j
         batch += 1
         expected_tokens += a
         theta = expected_tokens * sps(batch)
-        if theta > best_theta:
-            best_theta, best = theta, list(lengths)
+        path.append(WalkStep(r, j, batch, expected_tokens, theta, tuple(lengths)))
+    return path
+
+
+def _walk(
+    confidences: Sequence[Sequence[Real]], sps: SPS, early_break: bool, tie_break: TieBreak
+) -> list[int]:
+    """Algorithm 1 of the DSpark paper; ``early_break=False`` is the global search."""
+    path = greedy_path(confidences, sps, tie_break)
+    best = path[0]
+    for step in path[1:]:
+        if step.theta > best.theta:
+            best = step
         elif early_break:
             break
-    return best
+    return list(best.lengths)
 
 
 class Algorithm1:

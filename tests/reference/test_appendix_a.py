@@ -31,3 +31,11 @@ def test_schedules_match_the_paper_walk() -> None:
     assert Algorithm1()(after_b, sps) == [0]
     assert GlobalSearch()(after_a, sps) == [2]
     assert GlobalSearch()(after_b, sps) == [0]
+
+
+def test_greedy_path_carries_the_paper_thetas() -> None:
+    from specproof.reference import greedy_path
+
+    path = greedy_path([[Fraction(4, 5), Fraction(9, 10)]], appendix_a().sps)
+    assert [step.theta for step in path] == [1, Fraction(9, 10), Fraction(567, 500)]
+    assert [step.lengths for step in path] == [(0,), (1,), (2,)]
