@@ -69,6 +69,19 @@ def proofs(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def notebooks(session: nox.Session) -> None:
+    """Execute every notebook headless; each asserts the claim it plots."""
+    install(session, "test,notebooks")
+    session.run(
+        "python",
+        "notebooks/run_all.py",
+        "--check-stripped",
+        *session.posargs,
+        env={**CPU_ENV, "MPLBACKEND": "Agg"},
+    )
+
+
+@nox.session(python=PYTHON, default=False)
 def bench(session: nox.Session) -> None:
     """Kernel benchmarks: writes BENCHMARKS.md and benchmarks/results.json."""
     install(session, "test")
