@@ -18,9 +18,22 @@ Law = dict[T, Fraction]
 """An exact law: outcome -> probability; probabilities are positive and sum to 1."""
 
 
+SIBLING_STRIDE = 1 << 16
+"""Choices of sibling s (an extra draft chain, or the s-th candidate tried at one position)
+use index = position + s * SIBLING_STRIDE, so no two choices of a round share an address."""
+
+
+def sibling_index(position: int, sibling: int) -> int:
+    return position + sibling * SIBLING_STRIDE
+
+
 @dataclass(frozen=True)
 class Address:
-    """Names one random choice so that a counter-based generator can replay it."""
+    """Names one random choice so that a counter-based generator can replay it.
+
+    ``phase`` is one of "draft", "accept", "residual", "bonus"; ``index`` is the 1-based block
+    position (see :func:`sibling_index` for multi-draft rules).
+    """
 
     round: int
     request: int

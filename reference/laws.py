@@ -91,6 +91,18 @@ def round_law(dec: SpeculativeDecoder, prompts: Sequence[Sequence[int]]) -> Law[
     return law
 
 
+def sample_round(
+    dec: SpeculativeDecoder, prompts: Sequence[Sequence[int]], source: UniformSource | int = 0
+) -> Outputs:
+    """The tokens each request emits in one sampled first round (untruncated)."""
+    big = dec.gamma + 1
+    checked = dec.check_prompts(prompts, big)
+    uniforms = SeededSource(source) if isinstance(source, int) else source
+    emitted, _ = one_round(Sampler(uniforms), dec, initial_state(dec, checked, big), 0)
+    outputs: Outputs = emitted
+    return outputs
+
+
 def expected_tokens_per_round(dec: SpeculativeDecoder, prompt: Sequence[int]) -> Fraction:
     """E[tokens emitted in one round] for a single request: accepted drafts + 1."""
     law = round_law(dec, [prompt])

@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import Protocol
 
 from .blocks import DraftBlock
-from .choices import Chooser
+from .choices import Chooser, sibling_index
 from .distributions import Dist, Tokens, argmax, normalise, residual, top_tokens
 from .models import Drafter, TargetModel
 
@@ -125,10 +125,11 @@ class TreeRule(SampledDraftRule):
     """Target-only tree verification (SGLang / EAGLE semantics).
 
     The tree is deterministic: every node expands the ``width`` most likely draft tokens, down
-    to the scheduled depth. At a node, children are tried in order; child c is accepted with
-    the target mass of c renormalised over the children not yet rejected (one-hot proposals);
-    a rejected child is removed from the target row. If all children fail, the round ends with
-    a token from what remains of the row. The scheduler sees the top-1 path's confidences.
+    to the scheduled depth. At a node one coin u walks the children in order and accepts the
+    first child c_i with u < p(c_1) + ... + p(c_i) (one-hot proposals: the same law as trying
+    each child with its mass renormalised over the children not yet rejected). If all children
+    fail, the round ends with a token from p with the children removed. The scheduler sees the
+    top-1 path's confidences.
     """
 
     lossless = True
@@ -160,17 +161,17 @@ class TreeRule(SampledDraftRule):
     ) -> Tokens:
         path: list[int] = []
         for depth in range(1, len(block.tokens) + 1):
-            row: Dist | None = target.dist(context + tuple(path))
+            row = target.dist(context + tuple(path))
             children = top_tokens(drafter.proposal(context, tuple(path)), self.width)
-            for child in children:
-                assert row is not None
-                if chooser.bernoulli(row[child], "accept", depth):
-                    path.append(child)
-                    break
-                row = normalise([m if v != child else Fraction(0) for v, m in enumerate(row)])
-            else:
-                assert row is not None, "a child of mass 1 is always accepted"
-                return (*path, chooser.categorical(row, "residual", depth))
+            masses = [row[child] for child in children]
+            none_accepted = 1 - sum(masses, Fraction(0))
+            choice = chooser.categorical((*masses, none_accepted), "accept", depth)
+            if choice < len(children):
+                path.append(children[choice])
+                continue
+            rest = normalise([Fraction(0) if v in children else m for v, m in enumerate(row)])
+            assert rest is not None, "no child is accepted only when mass remains outside them"
+            return (*path, chooser.categorical(rest, "residual", depth))
         bonus = target.dist(context + tuple(path))
         return (*path, chooser.categorical(bonus, "bonus", len(path) + 1))
 
@@ -210,9 +211,10 @@ class SpecInferRule(SampledDraftRule):
             p: Dist | None = target.dist(context + tuple(path))
             q = drafter.proposal(context, tuple(path))
             accepted = None
-            for x in (chain[depth - 1] for chain in chains):
+            for sibling, x in enumerate(chain[depth - 1] for chain in chains):
                 assert p is not None, "a rejection has probability 0 once p == q"
-                if chooser.bernoulli(min(Fraction(1), p[x] / q[x]), "accept", depth):
+                coin = sibling_index(depth, sibling)
+                if chooser.bernoulli(min(Fraction(1), p[x] / q[x]), "accept", coin):
                     accepted = x
                     break
                 p = residual(p, q)
@@ -231,7 +233,7 @@ class SpecInferRule(SampledDraftRule):
         tokens: list[int] = []
         for k in range(1, length + 1):
             q = drafter.proposal(context, tuple(tokens))
-            tokens.append(chooser.categorical(q, f"draft-chain{chain}", k))
+            tokens.append(chooser.categorical(q, "draft", sibling_index(k, chain)))
         return tuple(tokens)
 
 

@@ -1,5 +1,8 @@
 """The seeded sampler and the exact enumerator are two readings of the same decoder.
 
+Both uniform sources are checked: Python's generator draws in program order, Philox draws one
+uniform per address, so a rule that reused an address for two choices would fail here.
+
 Statistical check: with n samples over an outcome space of K outcomes, the
 Bretagnolle-Huber-Carol inequality gives P(||p_hat - p||_1 >= eps) <= 2^K exp(-n eps^2 / 2).
 Choosing eps = sqrt(2 (K ln 2 + ln(1/alpha)) / n) makes the false-fail rate at most alpha.
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
@@ -16,12 +20,15 @@ from specproof.reference import (
     Algorithm1,
     BlockRule,
     ChainRule,
+    SeededSource,
     SpecInferRule,
     TreeRule,
+    UniformSource,
     default_case,
     exact_law,
     sample,
 )
+from specproof.reference.philox import PhiloxSource
 from specproof.reference.rules import VerificationRule
 
 ALPHA = 1e-6
@@ -32,15 +39,30 @@ def l1_bound(outcomes: int, samples: int, alpha: float) -> float:
     return math.sqrt(2 * (outcomes * math.log(2) + math.log(1 / alpha)) / samples)
 
 
-@pytest.mark.parametrize("rule", [ChainRule(), TreeRule(2), SpecInferRule(2), BlockRule()], ids=str)
-def test_seeded_samples_follow_the_exact_law(rule: VerificationRule) -> None:
+def philox(seed: int) -> UniformSource:
+    return PhiloxSource(seed)
+
+
+def mersenne(seed: int) -> UniformSource:
+    return SeededSource(seed)
+
+
+@pytest.mark.parametrize("source", [mersenne, philox])
+@pytest.mark.parametrize(
+    "rule", [ChainRule(), TreeRule(2), SpecInferRule(3), BlockRule()], ids=lambda r: r.name
+)
+def test_seeded_samples_follow_the_exact_law(
+    rule: VerificationRule, source: Callable[[int], UniformSource]
+) -> None:
     """False-fail rate <= 1e-6 (BHC bound). Power: if the sampler's true law were at L1 distance
     >= 2 eps (TV >= eps) from the exact one, the check fails with probability >= 1 - 1e-6."""
     case = default_case()
     decoder = case.decoder(Algorithm1(), rule)
     prompts, n_tokens = case.prompts[:1], 2
     law = exact_law(decoder, prompts, n_tokens)
-    counts = Counter(sample(decoder, prompts, n_tokens, source=seed) for seed in range(SAMPLES))
+    counts = Counter(
+        sample(decoder, prompts, n_tokens, source=source(seed)) for seed in range(SAMPLES)
+    )
     assert set(counts) <= set(law), "sampled an outcome the exact law gives probability 0"
     l1 = sum(abs(Fraction(counts[x], SAMPLES) - w) for x, w in law.items())
     bound = l1_bound(len(law), SAMPLES, ALPHA)
