@@ -1,0 +1,47 @@
+"""specproof.stats: goodness of fit against exact laws, with stated error rates.
+
+:func:`goodness_of_fit` rejects a sampler whose law equals the exact one with probability at
+most alpha, for every sample size (no asymptotics); :func:`required_samples` is the n that
+detects any law at total-variation distance >= delta with probability >= 1 - beta. Derivations
+are in :mod:`specproof.stats.bounds`.
+"""
+
+from .bounds import (
+    EXACT_CELLS,
+    hoeffding_threshold,
+    p_value_bound,
+    power_lower_bound,
+    rejection_threshold,
+    required_samples,
+    worst_case_power,
+)
+from .gof import (
+    FitResult,
+    detection_power,
+    empirical_counts,
+    exact_tv,
+    goodness_of_fit,
+    tv_from_counts,
+)
+from .lengths import accepted_length_law, lengths_from_rows, sample_accepted_lengths
+from .partition import HashPartition
+
+__all__ = [
+    "EXACT_CELLS",
+    "FitResult",
+    "HashPartition",
+    "accepted_length_law",
+    "detection_power",
+    "empirical_counts",
+    "exact_tv",
+    "goodness_of_fit",
+    "hoeffding_threshold",
+    "lengths_from_rows",
+    "p_value_bound",
+    "power_lower_bound",
+    "rejection_threshold",
+    "required_samples",
+    "sample_accepted_lengths",
+    "tv_from_counts",
+    "worst_case_power",
+]

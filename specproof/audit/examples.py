@@ -1,0 +1,229 @@
+"""Chain verifiers in plain torch, with FlashInfer's and vLLM's signatures: a correct one of each,
+and a deliberately biased one of each (the residual drawn from p instead of norm(max(p - q, 0))).
+
+They are what ``specproof audit`` is shown on: it passes the correct ones and fails the biased.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+PLACEHOLDER = -1
+
+
+def _draw(rows: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """Inverse CDF in float64, one token per row; an all-zero row falls back to its argmax."""
+    rows64 = rows.to(torch.float64)
+    cdf = rows64.cumsum(-1)
+    total = cdf[..., -1:]
+    u = torch.rand(rows.shape[:-1], generator=generator, dtype=torch.float64).unsqueeze(-1)
+    index = torch.searchsorted(cdf, u * total, right=True).squeeze(-1)
+    index = index.clamp_max(rows.shape[-1] - 1)
+    return torch.where(total.squeeze(-1) > 0, index, rows64.argmax(-1))
+
+
+def _verify_rows(
+    draft_probs: torch.Tensor,
+    draft_tokens: torch.Tensor,
+    target_probs: torch.Tensor,
+    lengths: torch.Tensor,
+    bonus: torch.Tensor | None,
+    generator: torch.Generator | None,
+    biased: bool,
+) -> torch.Tensor:
+    """Dense chain verification: ``target_probs`` holds gamma rows (+1 bonus row when ``bonus``
+    is None); row b verifies its first ``lengths[b]`` drafts."""
+    batch, gamma = draft_tokens.shape
+    tokens = draft_tokens.to(torch.int64)
+    p_draft = target_probs[:, :gamma].gather(2, tokens.unsqueeze(2)).squeeze(2).double()
+    q_draft = draft_probs.gather(2, tokens.unsqueeze(2)).squeeze(2).double()
+    u = torch.rand((batch, gamma), generator=generator, dtype=torch.float64)
+    accept = (q_draft > 0) & (u * q_draft < p_draft)  # u in [0, 1): accept w.p. min(1, p/q)
+    accept &= torch.arange(gamma).unsqueeze(0) < lengths.unsqueeze(1)
+    accepted = accept.to(torch.int64).cumprod(1).sum(1)  # leading accepted drafts
+    out = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
+    position = torch.arange(gamma + 1).unsqueeze(0)
+    out[:, :gamma] = torch.where(position[:, :gamma] < accepted.unsqueeze(1), tokens, PLACEHOLDER)
+    rows = torch.arange(batch)
+    stop = accepted.clamp_max(max(gamma - 1, 0))
+    rejected = accepted < lengths
+    if gamma > 0:
+        p_stop = target_probs[rows, stop].double()
+        q_stop = draft_probs[rows, stop].double()
+        residual = p_stop if biased else (p_stop - q_stop).clamp_min(0)
+        correction = _draw(residual, generator)
+    else:
+        correction = torch.zeros(batch, dtype=torch.int64)
+    if bonus is None:
+        bonus = _draw(target_probs[rows, lengths].double(), generator)
+    final = torch.where(rejected, correction, bonus.to(torch.int64))
+    out[rows, accepted] = final
+    return out
+
+
+def chain_speculative_sampling(
+    draft_probs: torch.Tensor,
+    draft_token_ids: torch.Tensor,
+    target_probs: torch.Tensor,
+    maybe_output_accepted_token_num: torch.Tensor | None = None,
+    maybe_output_emitted_draft_token_num: torch.Tensor | None = None,
+    deterministic: bool = True,
+    generator: torch.Generator | None = None,
+    seed: int | None = None,
+    offset: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """FlashInfer's signature and semantics, in torch: dense [B, n] drafts, -1 padding,
+    counters added to in place."""
+    return _flashinfer(
+        draft_probs,
+        draft_token_ids,
+        target_probs,
+        maybe_output_accepted_token_num,
+        maybe_output_emitted_draft_token_num,
+        generator,
+        biased=False,
+    )
+
+
+def biased_chain_speculative_sampling(
+    draft_probs: torch.Tensor,
+    draft_token_ids: torch.Tensor,
+    target_probs: torch.Tensor,
+    maybe_output_accepted_token_num: torch.Tensor | None = None,
+    maybe_output_emitted_draft_token_num: torch.Tensor | None = None,
+    deterministic: bool = True,
+    generator: torch.Generator | None = None,
+    seed: int | None = None,
+    offset: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """As :func:`chain_speculative_sampling`, but the token after a rejection is drawn from p."""
+    return _flashinfer(
+        draft_probs,
+        draft_token_ids,
+        target_probs,
+        maybe_output_accepted_token_num,
+        maybe_output_emitted_draft_token_num,
+        generator,
+        biased=True,
+    )
+
+
+def _flashinfer(
+    draft_probs: torch.Tensor,
+    draft_token_ids: torch.Tensor,
+    target_probs: torch.Tensor,
+    accepted_num: torch.Tensor | None,
+    emitted_num: torch.Tensor | None,
+    generator: torch.Generator | None,
+    biased: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    batch, gamma = draft_token_ids.shape
+    lengths = torch.full((batch,), gamma, dtype=torch.int64)
+    out = _verify_rows(draft_probs, draft_token_ids, target_probs, lengths, None, generator, biased)
+    emitted = ((out != PLACEHOLDER).sum(1) - 1).to(torch.int32)  # kept drafts, no bonus
+    # accepted_num judges every position on its own (an alignment metric, not a prefix).
+    tokens = draft_token_ids.to(torch.int64).unsqueeze(2)
+    p_draft = target_probs[:, :gamma].gather(2, tokens).squeeze(2)
+    q_draft = draft_probs.gather(2, tokens).squeeze(2)
+    independent = (p_draft >= q_draft).sum(1).to(torch.int32)
+    if accepted_num is None:
+        accepted_num = torch.zeros(batch, dtype=torch.int32)
+    if emitted_num is None:
+        emitted_num = torch.zeros(batch, dtype=torch.int32)
+    accepted_num += independent
+    emitted_num += emitted
+    return out.to(torch.int32), accepted_num, emitted_num
+
+
+def rejection_sample(
+    draft_token_ids: torch.Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor | None,
+    target_probs: torch.Tensor,
+    bonus_token_ids: torch.Tensor,
+    sampling_metadata: Any,
+) -> torch.Tensor:
+    """vLLM's signature and semantics for all-random rows, in torch: ragged drafts, bonus token
+    given, -1 padding. ``draft_probs`` None means one-hot drafts (n-gram)."""
+    return _vllm(
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        draft_probs,
+        target_probs,
+        bonus_token_ids,
+        biased=False,
+    )
+
+
+def biased_rejection_sample(
+    draft_token_ids: torch.Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor | None,
+    target_probs: torch.Tensor,
+    bonus_token_ids: torch.Tensor,
+    sampling_metadata: Any,
+) -> torch.Tensor:
+    """As :func:`rejection_sample`, but the recovered token is drawn from p."""
+    return _vllm(
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        draft_probs,
+        target_probs,
+        bonus_token_ids,
+        biased=True,
+    )
+
+
+def _vllm(
+    draft_token_ids: torch.Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    draft_probs: torch.Tensor | None,
+    target_probs: torch.Tensor,
+    bonus_token_ids: torch.Tensor,
+    biased: bool,
+) -> torch.Tensor:
+    batch, vocab = len(num_draft_tokens), target_probs.shape[-1]
+    width = max(max_spec_len, 1)
+    lengths = torch.tensor(num_draft_tokens, dtype=torch.int64)
+    valid = torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)
+    dense_tokens = torch.zeros((batch, width), dtype=torch.int64)
+    dense_tokens[valid] = draft_token_ids.to(torch.int64)
+    if draft_probs is None:
+        draft_probs = torch.nn.functional.one_hot(draft_token_ids.to(torch.int64), vocab).float()
+    dense_q = torch.zeros((batch, width, vocab), dtype=torch.float32)
+    dense_p = torch.zeros((batch, width, vocab), dtype=torch.float32)
+    dense_q[valid] = draft_probs.float()
+    dense_p[valid] = target_probs.float()
+    out = _verify_rows(
+        dense_q,
+        dense_tokens,
+        dense_p,
+        lengths,
+        bonus_token_ids.reshape(-1),
+        None,
+        biased,
+    )
+    return out[:, : max_spec_len + 1].to(torch.int32)
+
+
+def algorithm1_schedule(confidences: list[list[Any]], sps: Any) -> list[int]:
+    """DSpark's Algorithm 1 with the early break, with the public scheduler signature."""
+    from specproof.reference import Algorithm1
+
+    return Algorithm1()(confidences, sps)
+
+
+def global_search_schedule(confidences: list[list[Any]], sps: Any) -> list[int]:
+    """Algorithm 1 without the break (reads c_{k+1} before x_k is verified): lossy."""
+    from specproof.reference import GlobalSearch
+
+    return GlobalSearch()(confidences, sps)

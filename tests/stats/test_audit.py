@@ -1,0 +1,115 @@
+"""specproof.audit: passes the correct torch verifiers and the causal schedulers, fails the biased
+verifiers and the lookahead scheduler; the command's exit status and JSON.
+
+Statistical rows use alpha = 1e-6 per row and n for power 1 - 1e-4 against TV >= 0.1; the
+audit of a correct verifier therefore fails with probability <= (rows) x 1e-6 over seeds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from specproof.reference import Algorithm1, GlobalSearch, StaleCapacity, TokenGated
+
+from specproof.audit import audit, audit_scheduler, audit_verifier, examples, load_callable, main
+from specproof.audit.cases import verifier_problems
+
+ALPHA = 1e-6
+BETA = 1e-4
+DELTA = 0.1
+PROBLEMS = verifier_problems(seed=0, large_vocab=2048)
+OPTIONS = {"alpha": ALPHA, "beta": BETA, "delta": DELTA, "problems": PROBLEMS}
+
+
+@pytest.mark.parametrize(
+    ("fn", "signature"),
+    [(examples.chain_speculative_sampling, "flashinfer"), (examples.rejection_sample, "vllm")],
+)
+def test_correct_verifiers_pass(fn: object, signature: str) -> None:
+    report = audit_verifier(fn, signature, **OPTIONS)  # type: ignore[arg-type]
+    assert report.passed, report.table()
+    assert all(r.alpha == ALPHA and r.beta == BETA for r in report.results)
+    names = {r.case for r in report.results}
+    assert {"small-vocab", "large-vocab", "one-hot-draft", "p-equals-q", "zeros"} <= names
+    assert ("ragged" in names) == (signature == "vllm")
+
+
+@pytest.mark.parametrize(
+    ("fn", "signature"),
+    [
+        (examples.biased_chain_speculative_sampling, "flashinfer"),
+        (examples.biased_rejection_sample, "vllm"),
+    ],
+)
+def test_biased_verifiers_fail(fn: object, signature: str) -> None:
+    """The residual drawn from p: its large-vocab case has exact first-token TV about 0.15
+    (rejection chance ~0.47 x bin mass 1/3), above delta = 0.1, so power >= 1 - 1e-4 there."""
+    report = audit_verifier(fn, signature, **OPTIONS)  # type: ignore[arg-type]
+    assert not report.passed, report.table()
+    failed = {r.case for r in report.results if not r.passed}
+    assert "large-vocab" in failed, report.table()
+
+
+def test_structural_breaks_are_reported() -> None:
+    def pads_in_the_middle(*args: object, **kwargs: object) -> object:
+        out, accepted, emitted = examples.chain_speculative_sampling(*args, **kwargs)  # type: ignore[arg-type]
+        out[:, 0] = -1
+        return out, accepted, emitted
+
+    report = audit_verifier(pads_in_the_middle, "flashinfer", **OPTIONS)
+    assert not report.passed
+    assert any(r.check == "structure" for r in report.results)
+
+
+def test_schedulers_exact_verdicts() -> None:
+    assert audit_scheduler(Algorithm1()).passed
+    assert audit_scheduler(StaleCapacity()).passed
+    for lossy in (GlobalSearch(), TokenGated("1/2")):
+        report = audit_scheduler(lossy)  # type: ignore[arg-type]
+        assert not report.passed
+        assert any(r.case == "previous-token" and r.tv_estimate > 0 for r in report.results)
+
+
+def test_a_user_callable_scheduler_with_the_public_signature() -> None:
+    def verify_everything(confidences: list[list[object]], sps: object) -> list[int]:
+        return [len(row) for row in confidences]
+
+    assert audit_scheduler(verify_everything).passed
+
+
+def test_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "audit.json"
+    lossy = "specproof.audit.examples:global_search_schedule"
+    assert main([lossy, "--scheduler", "--json", str(out), "--quiet"]) == 1
+    assert json.loads(out.read_text())["passed"] is False
+    assert main(["specproof.audit.examples:algorithm1_schedule", "--scheduler", "--quiet"]) == 0
+    assert main(["not-a-path", "--scheduler"]) == 2
+    assert "previous-token" in capsys.readouterr().out
+
+
+def test_the_command_passes_and_fails_verifiers(tmp_path: Path) -> None:
+    out = tmp_path / "v.json"
+    common = [
+        "--signature",
+        "vllm",
+        "--delta",
+        "0.2",
+        "--large-vocab",
+        "2048",
+        "--quiet",
+        "--json",
+        str(out),
+    ]
+    assert main(["specproof.audit.examples:rejection_sample", *common]) == 0
+    assert json.loads(out.read_text())["passed"] is True
+    assert main(["specproof.audit.examples:biased_rejection_sample", *common]) == 1
+
+
+def test_load_callable_and_audit_argument_checks() -> None:
+    assert load_callable("specproof.audit.examples:rejection_sample") is examples.rejection_sample
+    with pytest.raises(ValueError):
+        load_callable("specproof.audit.examples")
+    with pytest.raises(ValueError):
+        audit("specproof.audit.examples:rejection_sample")
