@@ -1,0 +1,213 @@
+"""Drop-in replacements for the verification calls of FlashInfer and vLLM.
+
+Both run :func:`specproof.optimized.chain_verify` underneath, so their output law is the
+target's exactly, and their random stream is the Philox stream the reference replays.
+
+Divergences, everywhere:
+
+- Randomness. Uniforms come from Philox at the addresses of
+  :mod:`specproof.reference.philox` (key = ``seed``, counter = (slot, request, round, offset)),
+  not from the peers' generators. A uniform lies in [0, 1) on a 2^-24 grid; a draft is accepted
+  when u * q < p (exact in float64), the residual and bonus tokens are inverse-CDF draws (not
+  FlashInfer's two-pass sampler with its own stream, nor vLLM's exponential race). The laws
+  are the same; the tokens for a given seed differ from the peers'.
+- Inputs are validated (:mod:`specproof.optimized.validation`) unless ``validate=False``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .validation import InvalidInputError, check_int
+from .verify import chain_verify
+
+PLACEHOLDER_TOKEN_ID = -1
+GREEDY_TEMPERATURE = -1.0
+"""vLLM marks greedy requests with temperature -1 (older releases used 0; both are read as
+greedy here)."""
+
+
+def _fresh_seed(generator: torch.Generator | None) -> int:
+    return int(torch.randint(0, 2**62, (1,), generator=generator).item())
+
+
+def chain_speculative_sampling(
+    draft_probs: torch.Tensor,
+    draft_token_ids: torch.Tensor,
+    target_probs: torch.Tensor,
+    maybe_output_accepted_token_num: torch.Tensor | None = None,
+    maybe_output_emitted_draft_token_num: torch.Tensor | None = None,
+    deterministic: bool = True,
+    generator: torch.Generator | None = None,
+    seed: int | None = None,
+    offset: int | None = None,
+    *,
+    validate: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """FlashInfer's ``flashinfer.sampling.chain_speculative_sampling``.
+
+    ``draft_probs`` [B, n, V], ``draft_token_ids`` [B, n], ``target_probs`` [B, n + 1, V].
+    Returns (output_token_ids [B, n + 1] int32 with -1 after the emitted tokens,
+    accepted_num [B] int32, emitted_num [B] int32). ``accepted_num`` counts the positions that
+    pass their acceptance test when each is judged on its own uniform (an alignment metric);
+    ``emitted_num`` counts the accepted drafts (the residual or bonus token excluded). When the
+    counter tensors are given, the counts are added to them in place and they are returned.
+
+    Divergences from FlashInfer: ``deterministic`` is accepted and ignored (the call is always
+    deterministic for a seed); with ``seed=None`` a fresh 62-bit seed is drawn from
+    ``generator`` (or torch's default generator) instead of advancing a Philox offset;
+    ``offset`` is the fourth Philox counter word (default 0). Rows are validated (sums within
+    :func:`~specproof.optimized.validation.sum_tolerance`) unless ``validate=False``.
+    """
+    del deterministic
+    seed = _fresh_seed(generator) if seed is None else seed
+    offset = 0 if offset is None else offset
+    result = chain_verify(
+        target_probs, draft_probs, draft_token_ids, seed=seed, offset=offset, validate=validate
+    )
+    emitted = result.num_accepted
+    accepted = _independent_acceptances(
+        target_probs, draft_probs, draft_token_ids, seed=seed, offset=offset
+    )
+    if maybe_output_accepted_token_num is not None:
+        maybe_output_accepted_token_num.add_(accepted.to(maybe_output_accepted_token_num.dtype))
+        accepted_out = maybe_output_accepted_token_num
+    else:
+        accepted_out = accepted.to(torch.int32)
+    if maybe_output_emitted_draft_token_num is not None:
+        maybe_output_emitted_draft_token_num.add_(
+            emitted.to(maybe_output_emitted_draft_token_num.dtype)
+        )
+        emitted_out = maybe_output_emitted_draft_token_num
+    else:
+        emitted_out = emitted.to(torch.int32)
+    return result.tokens.to(torch.int32), accepted_out, emitted_out
+
+
+def _independent_acceptances(
+    target: torch.Tensor, draft: torch.Tensor, tokens: torch.Tensor, *, seed: int, offset: int
+) -> torch.Tensor:
+    """Per request, how many positions pass u_k * q_k(x_k) < p_k(x_k) (scalar gathers only)."""
+    from .philox import ACCEPT, address_uniforms
+
+    batch, n = tokens.shape
+    if n == 0:
+        return torch.zeros(batch, dtype=torch.int64, device=target.device)
+    index = tokens.to(torch.int64)[..., None]
+    p = target[:, :n].gather(2, index)[..., 0].to(torch.float64)
+    q = draft.gather(2, index)[..., 0].to(torch.float64)
+    positions = torch.arange(1, n + 1, device=target.device)[None, :]
+    requests = torch.arange(batch, device=target.device)[:, None]
+    u = address_uniforms(seed, ACCEPT, positions, requests, 0, offset).to(torch.float64)
+    return (u * q < p).sum(dim=1)
+
+
+def rejection_sample(
+    draft_token_ids: torch.Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor | None,
+    target_probs: torch.Tensor,
+    bonus_token_ids: torch.Tensor,
+    sampling_metadata: Any,
+    *,
+    seed: int | None = None,
+    round: int = 0,
+    validate: bool = True,
+) -> torch.Tensor:
+    """vLLM's module-level ``vllm.v1.sample.rejection_sampler.rejection_sample``.
+
+    Ragged: request r owns rows cu[r-1]..cu[r] of ``draft_token_ids`` [T], ``draft_probs``
+    [T, V] (None for n-gram drafts: q one-hot at the drafted token, so the recovered token is
+    drawn from p with the draft token zeroed) and ``target_probs`` [T, V]. Returns int32
+    [B, max_spec_len + 1] filled with -1: accepted drafts, then the recovered token at the first
+    rejection, or ``bonus_token_ids[r]`` when every draft was accepted. Greedy requests
+    (``sampling_metadata.all_greedy``, or temperature -1 or 0) keep drafts equal to the target
+    argmax and end with the argmax at the first mismatch.
+
+    ``sampling_metadata`` is read duck-typed: ``all_greedy``, ``all_random``, ``temperature``.
+    Divergences from vLLM: the acceptance test is u < p / q with u in [0, 1) (vLLM: p / q >= u
+    with a float64 u), recovered tokens are inverse-CDF draws, per-request generators in
+    ``sampling_metadata.generators`` are not used (``seed`` keys the whole call; None draws one
+    from torch's default generator), the ragged rows are gathered into a dense [B, n, V] copy,
+    and the inputs are validated unless ``validate=False``.
+    """
+    check_int("cu_num_draft_tokens", cu_num_draft_tokens, 1)
+    check_int("draft_token_ids", draft_token_ids, 1)
+    batch = cu_num_draft_tokens.shape[0]
+    device = target_probs.device
+    if len(num_draft_tokens) != batch:
+        raise InvalidInputError(
+            f"num_draft_tokens has {len(num_draft_tokens)} entries, cu_num_draft_tokens {batch}"
+        )
+    lengths = torch.tensor(num_draft_tokens, dtype=torch.int64, device=device)
+    if validate:
+        if not torch.equal(
+            lengths.cumsum(0), cu_num_draft_tokens.to(device=device, dtype=torch.int64)
+        ):
+            raise InvalidInputError(
+                "cu_num_draft_tokens is not the inclusive cumsum of num_draft_tokens"
+            )
+        if any(n > max_spec_len for n in num_draft_tokens):
+            raise InvalidInputError(f"a request drafts more than max_spec_len = {max_spec_len}")
+        if target_probs.dim() != 2 or target_probs.shape[0] != draft_token_ids.shape[0]:
+            raise InvalidInputError(
+                f"target_probs must be [{draft_token_ids.shape[0]}, V], "
+                f"got {tuple(target_probs.shape)}"
+            )
+        if tuple(bonus_token_ids.shape) != (batch, 1):
+            raise InvalidInputError(f"bonus_token_ids must be [{batch}, 1]")
+        if draft_probs is not None and draft_probs.shape != target_probs.shape:
+            raise InvalidInputError("draft_probs and target_probs must have the same shape")
+    vocab = target_probs.shape[-1]
+    starts = cu_num_draft_tokens.to(device=device, dtype=torch.int64) - lengths
+    positions = torch.arange(max_spec_len, device=device)
+    rows = (starts[:, None] + positions[None, :]).clamp(max=max(target_probs.shape[0] - 1, 0))
+    live = positions[None, :] < lengths[:, None]
+    total = target_probs.shape[0]
+    if total == 0:
+        rows = torch.zeros_like(rows)
+        source = torch.zeros(1, vocab, dtype=target_probs.dtype, device=device)
+        source[:, 0] = 1
+    else:
+        source = target_probs
+    target = torch.cat(
+        [source[rows], torch.zeros(batch, 1, vocab, dtype=target_probs.dtype, device=device)], 1
+    )
+    target[:, -1, 0] = 1  # stands in for the bonus row; the bonus token is given
+    draft = None if draft_probs is None else (draft_probs if total else source)[rows]
+    tokens = torch.where(
+        live,
+        (draft_token_ids if total else torch.zeros(1, dtype=torch.int64, device=device))[rows],
+        0,
+    )
+    temperature = _greedy_as_zero_temperature(sampling_metadata, batch, device)
+    result = chain_verify(
+        target,
+        draft,
+        tokens,
+        num_draft_tokens=lengths,
+        temperature=temperature,
+        seed=_fresh_seed(None) if seed is None else seed,
+        round=round,
+        validate=validate,
+    )
+    out = result.tokens
+    finished = result.num_accepted == lengths
+    everyone = torch.arange(batch, device=device)
+    out[everyone[finished], lengths[finished]] = bonus_token_ids[finished, 0].to(torch.int64)
+    return out.to(torch.int32)
+
+
+def _greedy_as_zero_temperature(metadata: Any, batch: int, device: torch.device) -> torch.Tensor:
+    """0 for greedy requests, 1 for random ones (probabilities are used as given)."""
+    if getattr(metadata, "all_greedy", False):
+        return torch.zeros(batch, device=device)
+    temperature = getattr(metadata, "temperature", None)
+    if getattr(metadata, "all_random", False) or temperature is None:
+        return torch.ones(batch, device=device)
+    greedy = (temperature == GREEDY_TEMPERATURE) | (temperature == 0)
+    return torch.where(greedy.to(device), 0.0, 1.0)

@@ -1,0 +1,194 @@
+# mypy: disable-error-code="no-untyped-def"
+"""Device helpers shared by the kernels: vocabulary-tiled passes over one row.
+
+A row is either probabilities or logits. Logits are read as probabilities through the row's
+log-sum-exp at a temperature: p_v = exp(l_v / T - lse), so a probability row is never stored.
+Row pointers are 64-bit (the caller forms them from int64 indices).
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def load_probs(row_ptr, cols, live, IS_LOGITS: tl.constexpr, inv_temperature, lse):
+    """Probabilities of the tokens ``cols`` of a row (0 where not ``live``)."""
+    if IS_LOGITS:
+        logits = tl.load(row_ptr + cols, mask=live, other=float("-inf")).to(tl.float32)
+        probs = tl.exp(logits * inv_temperature - lse)
+    else:
+        probs = tl.load(row_ptr + cols, mask=live, other=0.0).to(tl.float32)
+    return tl.where(live, probs, 0.0)
+
+
+@triton.jit
+def load_prob(row_ptr, token, IS_LOGITS: tl.constexpr, inv_temperature, lse):
+    """The probability of one token of a row."""
+    value = tl.load(row_ptr + token).to(tl.float32)
+    if IS_LOGITS:
+        value = tl.exp(value * inv_temperature - lse)
+    return value
+
+
+@triton.jit
+def row_lse(row_ptr, V, inv_temperature, BLOCK: tl.constexpr):
+    """log-sum-exp of logits / T over a row, online over vocabulary tiles."""
+    running_max = tl.full((), float("-inf"), tl.float32)
+    running_sum = tl.full((), 0.0, tl.float32)
+    for start in range(0, V, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        live = cols < V
+        z = tl.load(row_ptr + cols, mask=live, other=float("-inf")).to(tl.float32)
+        z = z * inv_temperature
+        new_max = tl.maximum(running_max, tl.max(z, axis=0))
+        running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(
+            tl.exp(z - new_max), axis=0
+        )
+        running_max = new_max
+    return running_max + tl.log(running_sum)
+
+
+@triton.jit
+def row_argmax(row_ptr, V, BLOCK: tl.constexpr):
+    """The index of the largest entry of a row; ties go to the lowest index."""
+    best_value = tl.full((), float("-inf"), tl.float32)
+    best_index = tl.full((), 0, tl.int64)
+    for start in range(0, V, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        live = cols < V
+        values = tl.load(row_ptr + cols, mask=live, other=float("-inf")).to(tl.float32)
+        tile_best = tl.max(values, axis=0)
+        tile_index = tl.min(tl.where(live & (values == tile_best), cols, V), axis=0)
+        better = tile_best > best_value
+        best_index = tl.where(better, tile_index.to(tl.int64), best_index)
+        best_value = tl.where(better, tile_best, best_value)
+    return best_index
+
+
+@triton.jit
+def residual_tile(
+    p_row,
+    q_row,
+    cols,
+    live,
+    token,
+    P_LOGITS: tl.constexpr,
+    Q_MODE: tl.constexpr,
+    use_q,
+    inv_temperature,
+    lse_p,
+    lse_q,
+):
+    """max(0, p - use_q * q) on a tile. Q_MODE: 0 dense probabilities, 1 dense logits,
+    2 one-hot at ``token`` (a deterministic draft)."""
+    mass = load_probs(p_row, cols, live, P_LOGITS, inv_temperature, lse_p)
+    if use_q != 0:
+        if Q_MODE == 2:
+            mass = tl.maximum(mass - tl.where(cols == token, 1.0, 0.0), 0.0)
+        else:
+            q = load_probs(q_row, cols, live, Q_MODE == 1, inv_temperature, lse_q)
+            mass = tl.maximum(mass - q, 0.0)
+    return mass
+
+
+@triton.jit
+def residual_total(
+    p_row,
+    q_row,
+    V,
+    token,
+    P_LOGITS: tl.constexpr,
+    Q_MODE: tl.constexpr,
+    use_q,
+    inv_temperature,
+    lse_p,
+    lse_q,
+    BLOCK: tl.constexpr,
+):
+    """sum_v max(0, p_v - use_q * q_v), tile by tile (tile sums added in vocabulary order)."""
+    total = tl.full((), 0.0, tl.float32)
+    for start in range(0, V, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        live = cols < V
+        mass = residual_tile(
+            p_row,
+            q_row,
+            cols,
+            live,
+            token,
+            P_LOGITS,
+            Q_MODE,
+            use_q,
+            inv_temperature,
+            lse_p,
+            lse_q,
+        )
+        total += tl.sum(mass, axis=0)
+    return total
+
+
+@triton.jit
+def threshold_below(u, total):
+    """The largest float32 t <= u * total (the product taken exactly in float64).
+
+    For a float32 c, c > u * total exactly iff c > t, so the search compares in float32.
+    """
+    exact = u.to(tl.float64) * total.to(tl.float64)
+    nearest = exact.to(tl.float32)
+    step_down = (nearest.to(tl.float64) > exact) & (nearest > 0.0)
+    lowered = (nearest.to(tl.int32, bitcast=True) - 1).to(tl.float32, bitcast=True)
+    return tl.where(step_down, lowered, nearest)
+
+
+@triton.jit
+def residual_search(
+    p_row,
+    q_row,
+    V,
+    token,
+    P_LOGITS: tl.constexpr,
+    Q_MODE: tl.constexpr,
+    use_q,
+    inv_temperature,
+    lse_p,
+    lse_q,
+    u,
+    total,
+    BLOCK: tl.constexpr,
+):
+    """Inverse CDF: the smallest v with u * total < cumsum(max(0, p - use_q * q))[v] and
+    positive mass; stops at the tile that holds it. If rounding leaves no such v, the last
+    token with positive mass."""
+    threshold = threshold_below(u, total)
+    carry = tl.full((), 0.0, tl.float32)
+    found = tl.full((), -1, tl.int64)
+    last_positive = tl.full((), -1, tl.int64)
+    start = 0
+    while (start < V) & (found < 0):
+        cols = start + tl.arange(0, BLOCK)
+        live = cols < V
+        mass = residual_tile(
+            p_row,
+            q_row,
+            cols,
+            live,
+            token,
+            P_LOGITS,
+            Q_MODE,
+            use_q,
+            inv_temperature,
+            lse_p,
+            lse_q,
+        )
+        cumulative = tl.cumsum(mass, axis=0) + carry
+        hit = live & (mass > 0.0) & (cumulative > threshold)
+        first = tl.min(tl.where(hit, cols, V), axis=0).to(tl.int64)
+        found = tl.where(first < V, first, found)
+        last_positive = tl.maximum(
+            last_positive, tl.max(tl.where(live & (mass > 0.0), cols, -1), axis=0).to(tl.int64)
+        )
+        carry += tl.sum(mass, axis=0)
+        start += BLOCK
+    return tl.where(found >= 0, found, last_positive)

@@ -1,0 +1,59 @@
+"""Draft-token sampling: the public entry point."""
+
+from __future__ import annotations
+
+import torch
+
+from .validation import InvalidInputError, check_float, check_int, check_rows, check_temperature
+from .verify import Backend, as_row_tensor, resolve_backend
+
+
+def sample_draft_tokens(
+    scores: torch.Tensor,
+    *,
+    seed: int,
+    index: int,
+    round: int = 0,
+    offset: int = 0,
+    request_ids: torch.Tensor | None = None,
+    is_logits: bool = False,
+    temperature: torch.Tensor | float | None = None,
+    backend: Backend = "auto",
+    validate: bool = True,
+) -> torch.Tensor:
+    """One token per row of ``scores`` [B, V] (probabilities, or logits at ``temperature``),
+    the inverse CDF at the Philox uniform of (round, request_ids[b], "draft", index); rows with
+    temperature 0 take the argmax. Returns int64 [B]."""
+    check_float("scores", scores, 2)
+    batch = scores.shape[0]
+    device = scores.device
+    requests = (
+        torch.arange(batch, dtype=torch.int64, device=device)
+        if request_ids is None
+        else request_ids
+    )
+    temperatures = as_row_tensor(temperature, batch, 1.0, torch.float32, device)
+    if validate:
+        if scores.shape[1] < 1:
+            raise InvalidInputError("the vocabulary must hold at least one token")
+        check_int("request_ids", requests, 1)
+        if requests.shape != (batch,) or requests.device != device:
+            raise InvalidInputError(f"request_ids must be [{batch}] on {device}")
+        check_temperature(temperatures, batch, not is_logits)
+        check_rows("scores", scores, is_logits)
+        if not 0 <= index <= 0x3FFFFFFF:
+            raise InvalidInputError(f"index must be in [0, 2^30), got {index}")
+    if resolve_backend(backend, device) == "triton":
+        from .kernels.draft_sample import draft_sample_triton as run
+    else:
+        from .torch_backend.draft_sample import draft_sample_torch as run
+    return run(
+        scores,
+        requests.contiguous(),
+        temperatures.contiguous(),
+        is_logits=is_logits,
+        seed=seed,
+        round=round,
+        offset=offset,
+        index=index,
+    )

@@ -1,0 +1,1 @@
+"""The torch backend: the kernels' semantics in plain torch ops, for CPUs (and any device)."""

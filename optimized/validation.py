@@ -1,0 +1,171 @@
+"""Input checks for the optimized entry points: a clear error, never silently wrong output.
+
+With ``validate=False`` none of this runs and the caller guarantees what these checks prove:
+finite inputs (logits may be -inf, never NaN or +inf, and each row has a finite entry);
+probability rows non-negative and summing to 1 within :func:`sum_tolerance`; matching shapes,
+devices and dtypes; token ids in 0..V-1 for every verified position; every drafted token has
+positive draft probability; lengths in 0..n; temperatures finite and >= 0. Violations then give
+unspecified tokens (never out-of-bounds memory access for in-range ids and lengths).
+
+Only rows that verification can read are checked: target rows 0..l_r and draft rows 0..l_r - 1
+of request r; padding rows beyond a request's length may hold anything.
+"""
+
+from __future__ import annotations
+
+import torch
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+INT_DTYPES = (torch.int32, torch.int64)
+
+
+class InvalidInputError(ValueError):
+    """An input violates the documented contract of a verification or sampling call."""
+
+
+def sum_tolerance(dtype: torch.dtype) -> float:
+    """How far a probability row's sum may be from 1: 1e-3 in float32, 1e-2 in 16-bit floats."""
+    return 1e-3 if dtype == torch.float32 else 1e-2
+
+
+def fail(message: str) -> None:
+    raise InvalidInputError(message)
+
+
+def check_float(name: str, tensor: torch.Tensor, ndim: int) -> None:
+    if not isinstance(tensor, torch.Tensor):
+        fail(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.dtype not in FLOAT_DTYPES:
+        fail(f"{name} must be float32, float16 or bfloat16, got {tensor.dtype}")
+    if tensor.dim() != ndim:
+        fail(f"{name} must have {ndim} dimensions, got shape {tuple(tensor.shape)}")
+
+
+def check_int(name: str, tensor: torch.Tensor, ndim: int) -> None:
+    if not isinstance(tensor, torch.Tensor):
+        fail(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.dtype not in INT_DTYPES:
+        fail(f"{name} must be int32 or int64, got {tensor.dtype}")
+    if tensor.dim() != ndim:
+        fail(f"{name} must have {ndim} dimensions, got shape {tuple(tensor.shape)}")
+
+
+def check_same_device(**tensors: torch.Tensor | None) -> None:
+    devices = {name: t.device for name, t in tensors.items() if t is not None}
+    if len(set(devices.values())) > 1:
+        fail(f"all tensors must be on one device, got {devices}")
+
+
+def check_rows(
+    name: str, rows: torch.Tensor, is_logits: bool, where: torch.Tensor | None = None
+) -> None:
+    """Check [..., V] rows selected by the boolean mask ``where`` (all rows when None)."""
+    flat = rows.reshape(-1, rows.shape[-1])
+    if where is not None:
+        flat = flat[where.reshape(-1)]
+    if flat.numel() == 0:
+        return
+    values = flat.to(torch.float32)
+    if torch.isnan(values).any():
+        fail(f"{name} contains NaN")
+    if is_logits:
+        if torch.isposinf(values).any():
+            fail(f"{name} (logits) contains +inf")
+        if not torch.isfinite(values).any(dim=-1).all():
+            fail(f"{name} (logits) has a row with no finite entry")
+        return
+    if torch.isinf(values).any():
+        fail(f"{name} contains inf")
+    if (values < 0).any():
+        fail(f"{name} has negative probabilities")
+    sums = values.to(torch.float64).sum(dim=-1)
+    tolerance = sum_tolerance(rows.dtype)
+    worst = (sums - 1).abs().max()
+    if worst > tolerance:
+        fail(
+            f"{name} has a row summing to {float(sums[(sums - 1).abs().argmax()]):.6g}, "
+            f"more than {tolerance:g} from 1 (pass logits, or normalise the rows)"
+        )
+
+
+def check_temperature(temperature: torch.Tensor, batch: int, probabilities_only: bool) -> None:
+    if temperature.shape != (batch,):
+        fail(f"temperature must have shape ({batch},), got {tuple(temperature.shape)}")
+    if not torch.isfinite(temperature).all() or (temperature < 0).any():
+        fail("temperature must be finite and >= 0 (0 selects greedy verification)")
+    if probabilities_only and not ((temperature == 0) | (temperature == 1)).all():
+        fail(
+            "with probability inputs the temperature can only be 0 (greedy) or 1 (as given); "
+            "pass logits to apply another temperature"
+        )
+
+
+def check_chain_inputs(
+    target: torch.Tensor,
+    draft: torch.Tensor | None,
+    draft_tokens: torch.Tensor,
+    lengths: torch.Tensor,
+    requests: torch.Tensor,
+    temperature: torch.Tensor,
+    *,
+    target_logits: bool,
+    draft_logits: bool,
+) -> None:
+    """Every documented precondition of chain verification (see the module docstring)."""
+    check_float("target", target, 3)
+    batch, positions, vocab = target.shape
+    n = positions - 1
+    if positions < 1:
+        fail("target needs n + 1 >= 1 positions (the last one is the bonus row)")
+    if vocab < 1:
+        fail("the vocabulary must hold at least one token")
+    check_int("draft_tokens", draft_tokens, 2)
+    if tuple(draft_tokens.shape) != (batch, n):
+        fail(f"draft_tokens must have shape ({batch}, {n}), got {tuple(draft_tokens.shape)}")
+    if draft is not None:
+        check_float("draft", draft, 3)
+        if tuple(draft.shape) != (batch, n, vocab):
+            fail(f"draft must have shape ({batch}, {n}, {vocab}), got {tuple(draft.shape)}")
+    check_int("num_draft_tokens", lengths, 1)
+    if tuple(lengths.shape) != (batch,):
+        fail(f"num_draft_tokens must have shape ({batch},), got {tuple(lengths.shape)}")
+    check_int("request_ids", requests, 1)
+    if tuple(requests.shape) != (batch,):
+        fail(f"request_ids must have shape ({batch},), got {tuple(requests.shape)}")
+    check_same_device(
+        target=target,
+        draft=draft,
+        draft_tokens=draft_tokens,
+        num_draft_tokens=lengths,
+        request_ids=requests,
+        temperature=temperature,
+    )
+    if ((lengths < 0) | (lengths > n)).any():
+        fail(f"num_draft_tokens must lie in 0..{n}")
+    if ((requests < 0) | (requests > 0xFFFFFFFF)).any():
+        fail("request_ids must lie in 0..2^32 - 1 (they are Philox counter words)")
+    check_temperature(temperature, batch, not (target_logits or draft_logits))
+    positions_index = torch.arange(n, device=target.device)
+    verified = positions_index[None, :] < lengths[:, None]  # [B, n]
+    bad = verified & ((draft_tokens < 0) | (draft_tokens >= vocab))
+    if bad.any():
+        b, k = (int(i) for i in bad.nonzero()[0])
+        fail(
+            f"draft token {int(draft_tokens[b, k])} at request {b}, position {k} "
+            f"is outside 0..{vocab - 1}"
+        )
+    readable = torch.arange(positions, device=target.device)[None, :] <= lengths[:, None]
+    check_rows("target", target, target_logits, readable)
+    if draft is not None:
+        check_rows("draft", draft, draft_logits, verified)
+        sampled = verified & (temperature != 0)[:, None]
+        if sampled.any():
+            safe_tokens = draft_tokens.clamp(0, vocab - 1).to(torch.int64)
+            chosen = draft.gather(2, safe_tokens[..., None])[..., 0].to(torch.float32)
+            zero = sampled & ((chosen == float("-inf")) if draft_logits else (chosen <= 0))
+            if zero.any():
+                b, k = (int(i) for i in zero.nonzero()[0])
+                fail(
+                    f"draft token {int(draft_tokens[b, k])} at request {b}, position {k} has "
+                    "draft probability 0: it cannot have been drawn from that row"
+                )
