@@ -64,8 +64,14 @@ def main() -> None:
     print(f"| R | gamma | V | largest N under {args.budget:g} s | seconds at that N |")
     print("|---|---|---|---|---|")
     for requests, gamma, vocab in [
-        (1, 3, 4), (1, 3, 8), (1, 3, 16), (1, 5, 4), (1, 7, 2),
-        (2, 2, 4), (2, 3, 3), (2, 3, 4),
+        (1, 3, 4),
+        (1, 3, 8),
+        (1, 3, 16),
+        (1, 5, 4),
+        (1, 7, 2),
+        (2, 2, 4),
+        (2, 3, 3),
+        (2, 3, 4),
     ]:
         tokens, last = 0, 0.0
         while True:
