@@ -93,3 +93,10 @@ def calibration(session: nox.Session) -> None:
     """Observed false-fail rate and power of the statistical tests, beside alpha and 1 - beta."""
     install(session, "test")
     session.run("python", "-m", "specproof.stats.calibrate", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def e2e(session: nox.Session) -> None:
+    """Train the small target and drafters here and regenerate the end-to-end tables."""
+    install(session, "test,e2e")
+    session.run("python", "-m", "specproof.e2e.run", *session.posargs)

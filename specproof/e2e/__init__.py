@@ -1,0 +1,8 @@
+"""specproof.e2e: DSpark end to end on a small byte-level transformer trained here.
+
+The target (:mod:`.target`) and the drafters (:mod:`.drafters`) train on text that ships with
+Python (:mod:`.data`); :mod:`.decode` runs the speculative round loop with KV caches and
+:func:`specproof.optimized.chain_verify`; :mod:`.measure`, :mod:`.calibration` and
+:mod:`.lossless` measure it; ``python -m specproof.e2e.run`` does all of it and writes
+``benchmarks/e2e.md`` and ``benchmarks/e2e.json``.
+"""

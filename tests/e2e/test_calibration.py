@@ -1,0 +1,42 @@
+"""ECE and Sequential Temperature Scaling on synthetic confidences with a known truth."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specproof.e2e.calibration import (
+    cumulative_confidence,
+    cumulative_ece,
+    expected_calibration_error,
+    fit_sts,
+)
+
+
+def test_ece_of_a_calibrated_predictor_is_small() -> None:
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=20_000)
+    assert expected_calibration_error(p, rng.uniform(size=p.size) < p) < 0.02
+    assert abs(expected_calibration_error(np.full(100, 0.9), np.zeros(100)) - 0.9) < 1e-12
+
+
+def synthetic_blocks(rng: np.random.Generator, n: int, gamma: int) -> tuple[np.ndarray, np.ndarray]:
+    """True per-position acceptance sigmoid(z); the head reports 3 z (overconfident)."""
+    z = rng.normal(1.0, 1.0, size=(n, gamma))
+    survive = rng.uniform(size=(n, gamma)) < 1 / (1 + np.exp(-z))
+    accepted = np.where(survive.all(1), gamma, np.argmin(survive, axis=1))
+    return 3 * z, accepted
+
+
+def test_sts_recovers_calibration_and_keeps_order() -> None:
+    rng = np.random.default_rng(1)
+    logits, accepted = synthetic_blocks(rng, 8000, 4)
+    temperatures = fit_sts(logits, accepted)
+    assert all(2.0 < t < 4.5 for t in temperatures)
+    test_logits, test_accepted = synthetic_blocks(rng, 8000, 4)
+    before, _ = cumulative_ece(test_logits, test_accepted)
+    after, per_position = cumulative_ece(test_logits, test_accepted, np.asarray(temperatures))
+    assert after < before / 2 and max(per_position) < 0.03
+    scaled = cumulative_confidence(test_logits, np.asarray(temperatures))
+    assert np.all(np.diff(scaled, axis=1) <= 0)
+    order = np.argsort(test_logits[:, 0])
+    assert np.all(np.diff(scaled[order, 0]) >= 0)

@@ -1,0 +1,102 @@
+"""The small target's KV cache, the drafters' caches and the round loop, on toy models."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThreshold
+
+from specproof.e2e.decode import autoregressive_generate, speculative_generate
+from specproof.e2e.toy import ToyModels, toy_models
+
+PROMPTS = [[ord(c) for c in text] for text in ("def f(x):", "The quick", "import o")]
+
+
+@pytest.fixture(scope="module")
+def models() -> ToyModels:
+    torch.set_num_threads(1)
+    return toy_models()
+
+
+def test_ragged_cache_matches_whole_window(models: ToyModels) -> None:
+    target = models.target
+    tokens = torch.randint(0, 256, (3, 30), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        full = target(tokens).logits
+        cache = target.new_cache(3)
+        first = torch.tensor([10, 7, 12])
+        out = target.extend(tokens[:, :12], first, cache)
+        cache.commit(first)
+        for r in range(3):
+            n = int(first[r])
+            torch.testing.assert_close(out.logits[r, :n], full[r, :n], atol=1e-4, rtol=1e-4)
+        more = torch.tensor([5, 3, 1])
+        step = torch.stack([tokens[r, int(first[r]) : int(first[r]) + 5] for r in range(3)])
+        out = target.extend(step, more, cache)
+        for r in range(3):
+            a, n = int(first[r]), int(more[r])
+            torch.testing.assert_close(out.logits[r, :n], full[r, a : a + n], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["dspark", "eagle"])
+def test_greedy_speculative_equals_greedy_target(models: ToyModels, name: str) -> None:
+    """At temperature 0 the output is the target's argmax chain, whatever is accepted."""
+    drafter = models.dspark if name == "dspark" else models.eagle
+    expected = autoregressive_generate(models.target, PROMPTS, 20, temperature=0.0).tokens
+    for schedule in (FixedGamma(), StaticThreshold(0.5), Algorithm1()):
+        result = speculative_generate(
+            models.target,
+            drafter,
+            PROMPTS,
+            20,
+            temperature=0.0,
+            schedule=schedule,
+            sps=lambda b: 1.0 / (1.0 + 0.3 * b),
+        )
+        assert result.tokens == expected
+        assert result.mean_accepted_length >= 1.0
+
+
+def test_confidence_is_known_before_the_token(models: ToyModels) -> None:
+    """c_1 does not depend on the draw of x_1; c_k only on x_{k-1} and the context."""
+    drafter = models.dspark
+    target = models.target
+    prompt = torch.tensor([PROMPTS[0]])
+    proposals = []
+    for seed in range(6):
+        state = drafter.start(1)
+        count = torch.tensor([len(PROMPTS[0]) - 1])
+        with torch.no_grad():
+            out = target.extend(prompt[:, :-1], count, target.new_cache(1))
+        drafter.observe(state, out, prompt[:, 1:], count)
+        proposals.append(
+            drafter.propose(state, prompt[:, -1], 1.0, torch.Generator().manual_seed(seed))
+        )
+    first = [p.confidence_logits[0, 0] for p in proposals if p.confidence_logits is not None]
+    assert torch.allclose(torch.stack(first), first[0].expand(len(first)))
+    by_previous: dict[int, torch.Tensor] = {}
+    for p in proposals:
+        assert p.confidence_logits is not None
+        previous = int(p.tokens[0, 0])
+        value = p.confidence_logits[0, 1]
+        if previous in by_previous:
+            torch.testing.assert_close(value, by_previous[previous])
+        by_previous[previous] = value
+
+
+def test_round_logs_are_consistent(models: ToyModels) -> None:
+    result = speculative_generate(
+        models.target,
+        models.dspark,
+        PROMPTS,
+        16,
+        temperature=1.0,
+        schedule=Algorithm1(),
+        sps=lambda b: 1.0 / (1.0 + 0.3 * b),
+        seed=3,
+    )
+    assert [len(t) for t in result.tokens] == [16, 16, 16]
+    for log in result.rounds:
+        assert all(0 <= a <= s for a, s in zip(log.accepted, log.scheduled, strict=True))
+        assert log.confidence_logits is not None
+        assert log.confidence_logits.shape == (len(log.accepted), models.dspark.gamma)
