@@ -173,7 +173,17 @@ def tree_verify(
     :mod:`specproof.optimized.kernels.tree_verify` for the rule and the tree layout.
 
     ``target`` [B, N, V], ``candidates``, ``first_child``, ``next_sibling`` [B, N] integers.
-    Temperatures must be > 0 (logits) or 1 (probabilities)."""
+    Temperatures must be > 0 (logits) or 1 (probabilities).
+
+    This is the reference ``TreeRule`` replayed through ``PhiloxSource`` when each node's
+    children are listed in the rule's order (the drafter's most likely tokens first): the coin
+    at (round, request, "accept", depth) picks the first child with u < cumulative mass (float64
+    sums of float32 masses, exact), else the residual at (.., "residual", depth); a full path
+    ends with the bonus at (.., "bonus", depth). Exactness: as for :func:`chain_verify`, tokens
+    equal the reference's when the rows and their partial sums are float32 values (e.g.
+    multiples of 2^-20); otherwise (logits, or rows whose float32 cumulative sums round) a
+    token can differ only when a uniform lies within rounding (about 1e-6 relative) of a
+    cumulative sibling mass or of a residual / bonus CDF step: the suite's margin rule (1e-4)."""
     from .validation import check_float, check_int, check_rows, fail
 
     batch = target.shape[0] if isinstance(target, torch.Tensor) and target.dim() == 3 else 0
