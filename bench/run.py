@@ -29,6 +29,8 @@ from pathlib import Path
 
 import torch
 
+from specproof.sections import replace_section
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -218,7 +220,7 @@ def run() -> dict:
 def markdown(report: dict) -> str:
     backends = [b for b in ("torch", "triton") if b in report["results"][0]]
     lines = [
-        "# Benchmarks: chain verification",
+        "## Kernels: chain verification",
         "",
         "Written by `nox -s bench` (`bench/run.py`); raw numbers in `benchmarks/results.json`.",
         f"Run {report['date']} on {report['device']} ({report['device_name']}, "
@@ -261,7 +263,7 @@ def main() -> None:
     report = run()
     (ROOT / "benchmarks").mkdir(exist_ok=True)
     (ROOT / "benchmarks" / "results.json").write_text(json.dumps(report, indent=2) + "\n")
-    (ROOT / "BENCHMARKS.md").write_text(markdown(report))
+    replace_section(ROOT / "BENCHMARKS.md", "kernels", markdown(report))
 
 
 if __name__ == "__main__":
