@@ -10,6 +10,16 @@ from types import ModuleType
 import pytest
 
 CERTIFICATES = Path(__file__).resolve().parent.parent / "proofs" / "certificates"
+THEOREM_FILES = [
+    (1, "chain"),
+    (2, "non_anticipating"),
+    (3, "algorithm1"),
+    (4, "greedy"),
+    (5, "lookahead"),
+    (6, "trees"),
+    (7, "expected_tokens"),
+    (8, "block"),
+]
 
 
 def certificate(name: str) -> ModuleType:
@@ -19,22 +29,19 @@ def certificate(name: str) -> ModuleType:
 
 
 @pytest.mark.parametrize(
-    ("theorem", "module"),
-    [
-        ("T1", "t1_chain"),
-        ("T2", "t2_non_anticipating"),
-        ("T3", "t3_algorithm1"),
-        ("T4", "t4_greedy"),
-        ("T5", "t5_lookahead"),
-        ("T6", "t6_trees"),
-        ("T7", "t7_expected_tokens"),
-        ("T8", "t8_block"),
-    ],
+    ("theorem", "module"), [(f"T{i}", f"t{i}_{name}") for i, name in THEOREM_FILES]
 )
 def test_certificate(theorem: str, module: str) -> None:
     """The certificate of ``theorem`` passes at its default size."""
     outcome = certificate(module).main(thorough=False)
     assert outcome.theorem == theorem
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", [f"t{i}_{n}" for i, n in THEOREM_FILES])
+def test_certificate_thorough(module: str) -> None:
+    """Each certificate at its thorough size (larger grids, more seeds): `nox -s thorough`."""
+    certificate(module).main(thorough=True)
 
 
 def test_t2_cross_coupled_admission_is_biased() -> None:
