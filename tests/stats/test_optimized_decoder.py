@@ -52,7 +52,7 @@ VOCAB = 2
 GAMMA = 2
 NUM_TOKENS = 3
 SEED = 20_250_601
-DEVICE = torch.device("cpu")
+DEVICE = torch.device(os.environ.get("SPECPROOF_DEVICE", "cpu"))
 PAIR_PROMPTS: tuple[tuple[int, ...], ...] = ((0,), (1,))
 SCALE_PROMPT: tuple[int, ...] = (0,)
 
