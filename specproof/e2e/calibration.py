@@ -9,6 +9,8 @@ confidences at a position is preserved.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 DEFAULT_GRID = tuple(float(t) for t in np.geomspace(0.1, 10.0, 81))
@@ -58,6 +60,42 @@ def cumulative_ece(
     y = survival_outcomes(accepted, gamma)
     per_position = [expected_calibration_error(a[:, k], y[:, k], bins) for k in range(gamma)]
     return expected_calibration_error(a, y, bins), per_position
+
+
+def reliability_bins(
+    logits: np.ndarray,
+    accepted: np.ndarray,
+    temperatures: np.ndarray | None = None,
+    bins: int = 10,
+) -> list[dict[str, list[Any]]]:
+    """Reliability-diagram data of a_k against survival, per position k = 1..gamma.
+
+    For each position: ``count``, ``confidence`` (mean a_k) and ``survival`` (share of blocks
+    with drafts 1..k accepted) in each of ``bins`` equal-width bins of a_k (the bins of
+    :func:`expected_calibration_error`; empty bins have count 0 and None means). The per-position
+    and pooled ECE follow from these numbers alone.
+    """
+    if len(logits) == 0:
+        return []
+    gamma = logits.shape[1]
+    a = cumulative_confidence(logits, temperatures)
+    y = survival_outcomes(accepted, gamma)
+    index = np.minimum((a * bins).astype(np.int64), bins - 1)
+    out: list[dict[str, list[Any]]] = []
+    for k in range(gamma):
+        count = np.bincount(index[:, k], minlength=bins)
+        conf = np.bincount(index[:, k], weights=a[:, k], minlength=bins)
+        hits = np.bincount(index[:, k], weights=y[:, k], minlength=bins)
+        out.append(
+            {
+                "count": [int(c) for c in count],
+                "confidence": [
+                    float(s / c) if c else None for s, c in zip(conf, count, strict=True)
+                ],
+                "survival": [float(s / c) if c else None for s, c in zip(hits, count, strict=True)],
+            }
+        )
+    return out
 
 
 def fit_sts(

@@ -1,8 +1,11 @@
 """Train the small target and both drafters within a budget, then measure and write the tables.
 
-    python -m specproof.e2e.run [--budget-minutes M] [--out DIR] [--artifacts DIR] [--smoke]
+    python -m specproof.e2e.run [--budget-minutes M] [--out DIR] [--markdown FILE]
+                                [--artifacts DIR] [--smoke]
 
-Weights go to ``--artifacts`` and are loaded back from disk before anything is measured.
+Weights go to ``--artifacts`` and are loaded back from disk before anything is measured. Raw
+numbers go to ``DIR/e2e.json``; the tables replace the "e2e" section of ``FILE``
+(BENCHMARKS.md by default) and leave its other sections alone.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import torch
 from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThreshold
 from specproof.stats import required_samples
 
-from .calibration import cumulative_ece, fit_sts
+from .calibration import cumulative_ece, fit_sts, reliability_bins
 from .data import Corpus, WindowSampler, load_corpora, prompts_from
 from .decode import (
     DecodeResult,
@@ -36,6 +39,7 @@ from .decode import (
 from .drafters import DSparkConfig, DSparkDrafter, EagleConfig, EagleDrafter
 from .lossless import first_tokens_law, float32_gap, losslessness_test, sample_first_tokens
 from .measure import (
+    acceptance_counts,
     conditional_acceptance,
     confidence_records,
     mean_accepted_length,
@@ -59,6 +63,7 @@ DOMAIN_WEIGHTS = {"code": 0.7, "prose": 0.3}
 LOSSLESS_BETA = 1e-3
 LOSSLESS_TOLERANCE = 1e-4
 RANK_CELLS = 9
+TEMPERATURES = (1.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,8 @@ class Plan:
     evaluation_prompts: int
     bits_batches: int
     sps_repeats: int
+    sps_sweeps: int
+    sps_seconds: float
     lossless_delta: float
     pool_size: int
     pool_prefix: int
@@ -99,15 +106,17 @@ FULL = Plan(
     anchors_per_window=16,
     target_lr=3e-3,
     drafter_lr=2e-3,
-    target_share=0.46,
-    drafter_share=0.19,
+    target_share=0.45,
+    drafter_share=0.185,
     prompt_length=32,
     new_tokens=96,
     requests=4,
     calibration_prompts=24,
     evaluation_prompts=16,
     bits_batches=8,
-    sps_repeats=7,
+    sps_repeats=5,
+    sps_sweeps=15,
+    sps_seconds=30.0,
     lossless_delta=0.1,
     pool_size=768,
     pool_prefix=16,
@@ -135,6 +144,8 @@ SMOKE = Plan(
     evaluation_prompts=2,
     bits_batches=1,
     sps_repeats=1,
+    sps_sweeps=2,
+    sps_seconds=5.0,
     lossless_delta=0.5,
     pool_size=8,
     pool_prefix=4,
@@ -197,9 +208,14 @@ def decode_all(
 
 def summary(results: Sequence[DecodeResult], gamma: int) -> dict[str, Any]:
     scheduled = [s for res in results for r in res.rounds for s in r.scheduled]
+    accepted = [a for res in results for r in res.rounds for a in r.accepted]
+    reached, passed = acceptance_counts(results, gamma)
     return {
         "tau": mean_accepted_length(results),
+        "mean_accepted_drafts": float(np.mean(accepted)) if accepted else float("nan"),
         "acceptance_by_position": conditional_acceptance(results, gamma),
+        "acceptance_reached": reached,
+        "acceptance_passed": passed,
         "tokens_per_second": tokens_per_second(results),
         "mean_verified_drafts": float(np.mean(scheduled)) if scheduled else float("nan"),
         "request_rounds": len(scheduled),
@@ -207,7 +223,42 @@ def summary(results: Sequence[DecodeResult], gamma: int) -> dict[str, Any]:
     }
 
 
-def run(plan: Plan, budget_minutes: float, out: Path, artifacts: Path, seed: int) -> dict[str, Any]:
+def calibration_entry(
+    runs: Sequence[DecodeResult], temperature: float, sts_fits: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """ECE and reliability bins of a_k before STS and after each STS fit, on ``runs``."""
+    logits, accepted = confidence_records(runs)
+    before, before_k = cumulative_ece(logits, accepted)
+    after: dict[str, Any] = {}
+    for fit_key, fit in sts_fits.items():
+        temps = np.asarray(fit["temperatures"])
+        ece, ece_k = cumulative_ece(logits, accepted, temps)
+        after[fit_key] = {
+            "ece": ece,
+            "ece_by_position": ece_k,
+            "reliability": reliability_bins(logits, accepted, temps),
+        }
+    own = f"{temperature:g}"
+    return {
+        "blocks": len(accepted),
+        "temperature": temperature,
+        "ece_before": before,
+        "ece_before_by_position": before_k,
+        "reliability_before": reliability_bins(logits, accepted),
+        "ece_after": after[own]["ece"] if own in after else float("nan"),
+        "sts_fit_used": own,
+        "after": after,
+    }
+
+
+def run(
+    plan: Plan,
+    budget_minutes: float,
+    out: Path,
+    artifacts: Path,
+    seed: int,
+    markdown_path: Path = Path("BENCHMARKS.md"),
+) -> dict[str, Any]:
     started = time.perf_counter()
     torch.manual_seed(seed)
     budget = budget_minutes * 60
@@ -280,28 +331,33 @@ def run(plan: Plan, budget_minutes: float, out: Path, artifacts: Path, seed: int
         for split in ("calibration", "evaluation")
     }
 
-    # Sequential Temperature Scaling on the calibration half of the held-out documents.
-    calibration_runs = [
-        res
-        for k in corpora
-        for res in decode_all(
-            target,
-            dspark,
-            prompts["calibration"][k],
-            plan,
-            temperature=1.0,
-            schedule=fixed,
-            seed=seed + 100,
-        )
-    ]
-    calib_logits, calib_accepted = confidence_records(calibration_runs)
-    sts = fit_sts(calib_logits, calib_accepted)
-    print(f"STS temperatures: {[round(t, 3) for t in sts]}")
+    # Sequential Temperature Scaling on the calibration half of the held-out documents, fitted
+    # separately at each decoding temperature (both domains pooled).
+    sts_fits: dict[str, dict[str, Any]] = {}
+    for temperature in TEMPERATURES:
+        calibration_runs = [
+            res
+            for k in corpora
+            for res in decode_all(
+                target,
+                dspark,
+                prompts["calibration"][k],
+                plan,
+                temperature=temperature,
+                schedule=fixed,
+                seed=seed + 100,
+            )
+        ]
+        calib_logits, calib_accepted = confidence_records(calibration_runs)
+        fitted = fit_sts(calib_logits, calib_accepted)
+        sts_fits[f"{temperature:g}"] = {"temperatures": fitted, "blocks": len(calib_accepted)}
+        print(f"STS temperatures fitted at T={temperature:g}: {[round(t, 3) for t in fitted]}")
+    sts = sts_fits["1"]["temperatures"]
 
     evaluation: dict[str, Any] = {}
     calibration_table: dict[str, Any] = {}
     for domain in corpora:
-        for temperature in (1.0, 0.0):
+        for temperature in TEMPERATURES:
             key = f"{domain}/T={temperature:g}"
             row: dict[str, Any] = {}
             for name, drafter in (("dspark", dspark), ("eagle", eagle)):
@@ -316,16 +372,7 @@ def run(plan: Plan, budget_minutes: float, out: Path, artifacts: Path, seed: int
                 )
                 row[name] = summary(runs, gamma)
                 if name == "dspark":
-                    logits, accepted = confidence_records(runs)
-                    before, before_k = cumulative_ece(logits, accepted)
-                    after, after_k = cumulative_ece(logits, accepted, np.asarray(sts))
-                    calibration_table[key] = {
-                        "ece_before": before,
-                        "ece_after": after,
-                        "ece_before_by_position": before_k,
-                        "ece_after_by_position": after_k,
-                        "blocks": len(accepted),
-                    }
+                    calibration_table[key] = calibration_entry(runs, temperature, sts_fits)
             baseline = [
                 autoregressive_generate(
                     target, chunk, plan.new_tokens, temperature=temperature, seed=seed + 300 + i
@@ -345,6 +392,13 @@ def run(plan: Plan, budget_minutes: float, out: Path, artifacts: Path, seed: int
         plan.prompt_length + plan.new_tokens // 2,
         plan.sps_repeats,
         seed,
+        sweeps=plan.sps_sweeps,
+        max_seconds=plan.sps_seconds,
+    )
+    print(
+        f"SPS profile: {profile.sweeps} sweeps in {profile.seconds:.0f}s; fitted SPS "
+        f"{profile.step_fit[0]:.0f} steps/s at B={profile.batch_sizes[0]}, "
+        f"{profile.step_fit[-1]:.0f} at B={profile.batch_sizes[-1]}"
     )
     sps = profile.curve()
     schedulers: dict[str, Any] = {}
@@ -454,16 +508,19 @@ def run(plan: Plan, budget_minutes: float, out: Path, artifacts: Path, seed: int
         },
         "held_out_bits_per_byte": bits,
         "sts_temperatures": sts,
-        "calibration_blocks": len(calib_accepted),
+        "sts_fits": sts_fits,
         "evaluation": evaluation,
         "calibration": calibration_table,
-        "sps_profile": asdict(profile),
+        "sps_profile": {**asdict(profile), "step_iqr": profile.step_iqr},
         "schedulers": schedulers,
         "lossless": lossless,
     }
     results["total_seconds"] = time.perf_counter() - started
-    write_tables(results, out)
-    print(f"done in {results['total_seconds']:.0f}s; tables in {out}")
+    write_tables(results, out, markdown_path)
+    print(
+        f"done in {results['total_seconds']:.0f}s; "
+        f"raw numbers in {out / 'e2e.json'}, tables in {markdown_path}"
+    )
     return results
 
 
@@ -475,7 +532,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         default=None,
         help="total wall-clock budget (default 13.5; smoke 0.1)",
     )
-    parser.add_argument("--out", type=Path, default=Path("benchmarks"))
+    parser.add_argument(
+        "--out", type=Path, default=Path("benchmarks"), help="folder of e2e.json (raw numbers)"
+    )
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        default=Path("BENCHMARKS.md"),
+        help="Markdown file whose 'e2e' section receives the tables",
+    )
     parser.add_argument("--artifacts", type=Path, default=Path("artifacts"))
     parser.add_argument("--smoke", action="store_true", help="tiny models, seconds")
     parser.add_argument("--threads", type=int, default=1)
@@ -496,7 +561,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         budget = 0.1 if args.smoke else 13.5
     if not math.isfinite(budget) or budget <= 0:
         parser.error("--budget-minutes must be positive")
-    return run(plan, budget, args.out, args.artifacts, args.seed)
+    return run(plan, budget, args.out, args.artifacts, args.seed, args.markdown)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from specproof.e2e.calibration import (
     cumulative_ece,
     expected_calibration_error,
     fit_sts,
+    reliability_bins,
 )
 
 
@@ -40,3 +41,34 @@ def test_sts_recovers_calibration_and_keeps_order() -> None:
     assert np.all(np.diff(scaled, axis=1) <= 0)
     order = np.argsort(test_logits[:, 0])
     assert np.all(np.diff(scaled[order, 0]) >= 0)
+
+
+def test_reliability_bins_reproduce_the_ece() -> None:
+    rng = np.random.default_rng(2)
+    logits, accepted = synthetic_blocks(rng, 3000, 4)
+    temperatures = np.asarray([2.0, 3.0, 3.0, 4.0])
+    for temps in (None, temperatures):
+        pooled, per_position = cumulative_ece(logits, accepted, temps)
+        bins = reliability_bins(logits, accepted, temps)
+        assert len(bins) == 4
+        for k, b in enumerate(bins):
+            n = sum(b["count"])
+            assert n == len(accepted)
+            ece = sum(
+                c / n * abs(x - y)
+                for c, x, y in zip(b["count"], b["confidence"], b["survival"], strict=True)
+                if c
+            )
+            assert abs(ece - per_position[k]) < 1e-12
+            survived = sum(c * y for c, y in zip(b["count"], b["survival"], strict=True) if c)
+            assert round(survived) == int((accepted >= k + 1).sum())
+        # the pooled ECE from the per-position bins
+        total = sum(sum(b["count"]) for b in bins)
+        ece = 0.0
+        for j in range(10):
+            count = sum(b["count"][j] for b in bins)
+            if count:
+                conf = sum(b["count"][j] * b["confidence"][j] for b in bins if b["count"][j])
+                surv = sum(b["count"][j] * b["survival"][j] for b in bins if b["count"][j])
+                ece += abs(conf - surv) / total
+        assert abs(ece - pooled) < 1e-12

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThreshold
@@ -100,3 +102,14 @@ def test_round_logs_are_consistent(models: ToyModels) -> None:
         assert all(0 <= a <= s for a, s in zip(log.accepted, log.scheduled, strict=True))
         assert log.confidence_logits is not None
         assert log.confidence_logits.shape == (len(log.accepted), models.dspark.gamma)
+
+
+def test_isotonic_fit_is_monotone_and_least_squares() -> None:
+    from specproof.e2e.measure import isotonic_increasing
+
+    assert isotonic_increasing([1.0, 2.0, 3.0]) == [1.0, 2.0, 3.0]
+    assert isotonic_increasing([1.0, 3.0, 2.0, 4.0]) == [1.0, 2.5, 2.5, 4.0]
+    assert isotonic_increasing([3.0, 2.0, 1.0]) == [2.0, 2.0, 2.0]
+    fitted = isotonic_increasing([5.0, 1.0, 4.0, 2.0, 6.0, 3.0])
+    assert all(a <= b for a, b in itertools.pairwise(fitted))
+    assert abs(sum(fitted) - 21.0) < 1e-12  # the fit keeps the mean
