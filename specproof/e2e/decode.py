@@ -87,12 +87,14 @@ class Drafter(Protocol):
 
 @dataclass
 class RoundLog:
-    """One round of the active requests: scheduled lengths, accepted counts, and the raw
-    confidence logits [R_active, gamma] (None for drafters without a confidence head)."""
+    """One round of the active requests: scheduled lengths, accepted counts, the raw
+    confidence logits [R_active, gamma] (None for drafters without a confidence head), and
+    the round's wall time from the proposal to the drafter's update."""
 
     scheduled: list[int]
     accepted: list[int]
     confidence_logits: np.ndarray | None
+    seconds: float = 0.0
 
 
 @dataclass
@@ -176,6 +178,7 @@ def speculative_generate(
         active = [r for r in range(batch) if len(generated[r]) < max_new_tokens]
         if not active:
             break
+        round_start = time.perf_counter()
         proposal = drafter.propose(state, pending, temperature, generator)
         logits = proposal.confidence_logits
         if logits is None:
@@ -214,6 +217,7 @@ def speculative_generate(
                 scheduled=[int(schedule_lengths[r]) for r in active],
                 accepted=[int(accepted[r]) for r in active],
                 confidence_logits=None if logits is None else logits[active].numpy().copy(),
+                seconds=time.perf_counter() - round_start,
             )
         )
         round_index += 1

@@ -8,12 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
-from specproof.optimized import chain_verify
-
-from .decode import DecodeResult, Drafter
-from .drafters import tempered_probs
+from .decode import DecodeResult, Drafter, speculative_generate
 from .target import Target
 
 
@@ -70,32 +66,33 @@ def tokens_per_second(results: Sequence[DecodeResult]) -> float:
 
 @dataclass
 class SpsProfile:
-    """Steps per second against B, the tokens verified in a step, at ``requests`` requests.
+    """Steps per second against B, the tokens verified in a round, at ``requests`` requests.
 
-        A step is what a decoding round costs: the drafter's proposal, the target's cached pass
-        over B tokens, and chain verification. Every batch size is timed once per sweep, in a
-        fresh random order each sweep, so that slow phases of a shared machine spread over all B
-        instead of landing on a run of neighbouring sizes; each visit takes the median of
-        ``repeats`` calls. Per B the table keeps the median and the quartiles over sweeps (of the
-    step time, given as rates).
+    A step is one whole round of the decoder loop as :func:`speculative_generate` runs it:
+    drafting, confidences, scheduling, the target's cached pass over B tokens, chain
+    verification, the commits and the drafter's update. Rounds are timed inside real decoding
+    (``new_tokens`` per request) with draft lengths spread as evenly as B allows; only rounds
+    with every request active count. Every B is visited once per sweep, in a fresh random order
+    each sweep, so slow phases of a shared machine spread over all B; a visit's value is its
+    median round time. Per B the table keeps the median and quartiles over sweeps (of the round
+    time, given as rates).
 
-        Algorithm 1 uses ``step_fit``: the least-squares non-decreasing fit (pool adjacent
-        violators) of the median step *time* in B, inverted. A step cannot get cheaper with more
-        tokens on this machine, and the fit averages neighbouring medians where noise breaks
-        that, where a running minimum would lock onto the slowest early outlier.
+    Algorithm 1 uses ``step_fit``: the least-squares non-decreasing fit (pool adjacent
+    violators) of the median round *time* in B, inverted. A round cannot get cheaper with more
+    tokens, and the fit averages neighbouring medians where noise breaks that, where a running
+    minimum would lock onto the slowest early outlier.
     """
 
     requests: int
-    context: int
+    prompt_length: int
+    new_tokens: int
     batch_sizes: list[int]
     sweeps: int
-    repeats: int
+    rounds: list[int]
     step_median: list[float]
     step_q25: list[float]
     step_q75: list[float]
-    verify_median: list[float]
     step_fit: list[float]
-    draft_seconds: float
     seconds: float
 
     @property
@@ -110,6 +107,26 @@ class SpsProfile:
             return table[min(max(batch, low), high)]
 
         return sps
+
+
+def spread_lengths(total: int, requests: int, gamma: int) -> list[int]:
+    """Draft lengths l_r in 0..gamma, as equal as possible, with sum(l_r + 1) = ``total``
+    (clamped to the reachable range requests..requests * (gamma + 1))."""
+    total = min(max(total, requests), requests * (gamma + 1))
+    tokens = [total // requests + (r < total % requests) for r in range(requests)]
+    return [t - 1 for t in tokens]
+
+
+class SpreadSchedule:
+    """A schedule that verifies ``total`` tokens per round, spread evenly over the requests."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+
+    def __call__(
+        self, confidences: Sequence[Sequence[float]], sps: Callable[[int], float] | None
+    ) -> list[int]:
+        return spread_lengths(self.total, len(confidences), len(confidences[0]))
 
 
 def isotonic_increasing(values: Sequence[float]) -> list[float]:
@@ -128,104 +145,82 @@ def isotonic_increasing(values: Sequence[float]) -> list[float]:
     return fitted
 
 
-@torch.no_grad()
 def profile_sps(
     target: Target,
     drafter: Drafter,
-    requests: int,
-    context: int,
-    repeats: int,
+    chunks: Sequence[Sequence[list[int]]],
+    new_tokens: int,
     seed: int = 0,
     *,
     sweeps: int = 9,
     max_seconds: float = 50.0,
     min_sweeps: int = 3,
 ) -> SpsProfile:
-    """Time decoding steps verifying B = requests..requests * (gamma + 1) tokens after a
-    ``context``-token prefix (lengths spread as evenly as B allows), interleaved over
-    ``sweeps`` randomised sweeps; stops after ``min_sweeps`` once ``max_seconds`` have passed."""
+    """Time whole decoding rounds verifying B = R..R * (gamma + 1) tokens, R = len(chunk),
+    decoding the prompt ``chunks`` in turn (temperature 1), interleaved over ``sweeps``
+    randomised sweeps; stops after ``min_sweeps`` once ``max_seconds`` have passed."""
+    requests = len(chunks[0])
+    if any(len(chunk) != requests for chunk in chunks):
+        raise ValueError("every chunk of prompts needs the same number of requests")
     started = time.perf_counter()
-    gamma = drafter.gamma
-    generator = torch.Generator().manual_seed(seed)
     order_rng = np.random.default_rng(seed)
-    tokens = torch.randint(
-        0, target.config.vocab, (requests, context + gamma + 1), generator=generator
-    )
-    cache = target.new_cache(requests)
-    prefix = torch.full((requests,), context, dtype=torch.int64)
-    output = target.extend(tokens[:, :context], prefix, cache)
-    cache.commit(prefix)
-    state = drafter.start(requests)
-    drafter.observe(state, output, tokens[:, 1 : context + 1], prefix)
-    pending = tokens[:, context]
-    request_ids = torch.arange(requests, dtype=torch.int64)
-    sizes = list(range(requests, requests * (gamma + 1) + 1))
+    sizes = list(range(requests, requests * (drafter.gamma + 1) + 1))
+    visits = 0
 
-    def counts_for(size: int) -> torch.Tensor:
-        counts = torch.full((requests,), size // requests, dtype=torch.int64)
-        counts[: size % requests] += 1
-        return counts
-
-    def step(size: int) -> tuple[float, float]:
-        """(draft seconds, verify seconds) of one step verifying ``size`` tokens."""
-        start = time.perf_counter()
-        proposal = drafter.propose(state, pending, 1.0, generator)
-        drafted = time.perf_counter()
-        counts = counts_for(size)
-        n = int(counts.max()) - 1
-        block = torch.cat((pending[:, None], proposal.tokens[:, :n]), dim=1)
-        out = target.extend(block, counts, cache)
-        chain_verify(
-            tempered_probs(out.logits, 1.0),
-            proposal.probs[:, :n],
-            proposal.tokens[:, :n],
-            seed=seed,
-            num_draft_tokens=counts - 1,
-            round=0,
-            request_ids=request_ids,
+    def visit(size: int) -> list[float]:
+        """Round times of one decode at ``size`` tokens per round (full rounds only)."""
+        nonlocal visits
+        chunk = chunks[visits % len(chunks)]
+        result = speculative_generate(
+            target,
+            drafter,
+            chunk,
+            new_tokens,
             temperature=1.0,
-            backend="torch",
+            schedule=SpreadSchedule(size),
+            seed=seed + visits,
         )
-        return drafted - start, time.perf_counter() - drafted
+        visits += 1
+        return [r.seconds for r in result.rounds if len(r.scheduled) == requests]
 
-    for size in sizes:  # warm-up
-        step(size)
-    samples: dict[int, list[tuple[float, float]]] = {size: [] for size in sizes}
+    for size in (sizes[0], sizes[-1]):  # warm-up
+        visit(size)
+    samples: dict[int, list[float]] = {size: [] for size in sizes}
+    rounds = dict.fromkeys(sizes, 0)
     done = 0
     while done < sweeps:
         for index in order_rng.permutation(len(sizes)):
             size = sizes[int(index)]
-            calls = [step(size) for _ in range(repeats)]
-            draft = float(np.median([d for d, _ in calls]))
-            verify = float(np.median([v for _, v in calls]))
-            samples[size].append((draft, verify))
+            times = visit(size)
+            if times:
+                samples[size].append(float(np.median(times)))
+                rounds[size] += len(times)
         done += 1
         if done >= min_sweeps and time.perf_counter() - started > max_seconds:
             break
+    missing = [size for size in sizes if not samples[size]]
+    if missing:
+        raise ValueError(f"no full round was timed at B = {missing}; decode more new tokens")
 
-    # Quantiles of the step time, inverted (so the rate quartiles are q75 and q25 of the time).
-    medians, q25, q75, verify_median, step_times = [], [], [], [], []
+    # Quantiles of the round time, inverted (so the rate quartiles are q75 and q25 of the time).
+    medians, q25, q75, step_times = [], [], [], []
     for size in sizes:
-        times = np.array([d + v for d, v in samples[size]])
-        fast, mid, slow = np.quantile(times, [0.25, 0.5, 0.75])
+        fast, mid, slow = np.quantile(np.array(samples[size]), [0.25, 0.5, 0.75])
         step_times.append(float(mid))
         medians.append(1.0 / float(mid))
         q25.append(1.0 / float(slow))
         q75.append(1.0 / float(fast))
-        verify_median.append(1.0 / float(np.median([v for _, v in samples[size]])))
     fit = [1.0 / t for t in isotonic_increasing(step_times)]
-    draft_seconds = float(np.median([d for size in sizes for d, _ in samples[size]]))
     return SpsProfile(
         requests=requests,
-        context=context,
+        prompt_length=max(len(p) for chunk in chunks for p in chunk),
+        new_tokens=new_tokens,
         batch_sizes=sizes,
         sweeps=done,
-        repeats=repeats,
+        rounds=[rounds[size] for size in sizes],
         step_median=medians,
         step_q25=q25,
         step_q75=q75,
-        verify_median=verify_median,
         step_fit=fit,
-        draft_seconds=draft_seconds,
         seconds=time.perf_counter() - started,
     )

@@ -28,6 +28,7 @@ from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThresho
 from specproof.stats import required_samples
 
 from .calibration import cumulative_ece, fit_sts, reliability_bins
+from .compare import Decoder, interleaved, paired_speed_ratio
 from .data import Corpus, WindowSampler, load_corpora, prompts_from
 from .decode import (
     DecodeResult,
@@ -85,7 +86,7 @@ class Plan:
     calibration_prompts: int
     evaluation_prompts: int
     bits_batches: int
-    sps_repeats: int
+    sps_new_tokens: int
     sps_sweeps: int
     sps_seconds: float
     lossless_delta: float
@@ -106,15 +107,15 @@ FULL = Plan(
     anchors_per_window=16,
     target_lr=3e-3,
     drafter_lr=2e-3,
-    target_share=0.45,
-    drafter_share=0.185,
+    target_share=0.42,
+    drafter_share=0.17,
     prompt_length=32,
     new_tokens=96,
     requests=4,
     calibration_prompts=24,
     evaluation_prompts=16,
     bits_batches=8,
-    sps_repeats=5,
+    sps_new_tokens=32,
     sps_sweeps=15,
     sps_seconds=30.0,
     lossless_delta=0.1,
@@ -143,7 +144,7 @@ SMOKE = Plan(
     calibration_prompts=4,
     evaluation_prompts=2,
     bits_batches=1,
-    sps_repeats=1,
+    sps_new_tokens=6,
     sps_sweeps=2,
     sps_seconds=5.0,
     lossless_delta=0.5,
@@ -204,6 +205,45 @@ def decode_all(
         )
         for i, chunk in enumerate(batched(prompts, plan.requests))
     ]
+
+
+def speculative(
+    target: Target,
+    drafter: Drafter,
+    plan: Plan,
+    temperature: float,
+    schedule: Schedule,
+    seed: int,
+    sps: Callable[[int], float] | None = None,
+    confidence_temperatures: Sequence[float] | None = None,
+) -> Decoder:
+    """A chunk decoder for :func:`interleaved`: speculative decoding, seed + chunk index."""
+
+    def decode(chunk: list[list[int]], index: int) -> DecodeResult:
+        return speculative_generate(
+            target,
+            drafter,
+            chunk,
+            plan.new_tokens,
+            temperature=temperature,
+            schedule=schedule,
+            sps=sps,
+            confidence_temperatures=confidence_temperatures,
+            seed=seed + index,
+        )
+
+    return decode
+
+
+def autoregressive(target: Target, plan: Plan, temperature: float, seed: int) -> Decoder:
+    """A chunk decoder for :func:`interleaved`: the target alone, seed + chunk index."""
+
+    def decode(chunk: list[list[int]], index: int) -> DecodeResult:
+        return autoregressive_generate(
+            target, chunk, plan.new_tokens, temperature=temperature, seed=seed + index
+        )
+
+    return decode
 
 
 def summary(results: Sequence[DecodeResult], gamma: int) -> dict[str, Any]:
@@ -357,29 +397,27 @@ def run(
     evaluation: dict[str, Any] = {}
     calibration_table: dict[str, Any] = {}
     for domain in corpora:
+        chunks = batched(prompts["evaluation"][domain], plan.requests)
         for temperature in TEMPERATURES:
             key = f"{domain}/T={temperature:g}"
-            row: dict[str, Any] = {}
-            for name, drafter in (("dspark", dspark), ("eagle", eagle)):
-                runs = decode_all(
-                    target,
-                    drafter,
-                    prompts["evaluation"][domain],
-                    plan,
-                    temperature=temperature,
-                    schedule=fixed,
-                    seed=seed + 200,
-                )
-                row[name] = summary(runs, gamma)
-                if name == "dspark":
-                    calibration_table[key] = calibration_entry(runs, temperature, sts_fits)
-            baseline = [
-                autoregressive_generate(
-                    target, chunk, plan.new_tokens, temperature=temperature, seed=seed + 300 + i
-                )
-                for i, chunk in enumerate(batched(prompts["evaluation"][domain], plan.requests))
-            ]
-            row["target_only_tokens_per_second"] = tokens_per_second(baseline)
+            runs = interleaved(
+                {
+                    "dspark": speculative(target, dspark, plan, temperature, fixed, seed + 200),
+                    "eagle": speculative(target, eagle, plan, temperature, fixed, seed + 200),
+                    "target": autoregressive(target, plan, temperature, seed + 300),
+                },
+                chunks,
+                seed + 250,
+            )
+            row: dict[str, Any] = {
+                name: {
+                    **summary(runs[name], gamma),
+                    "speed_vs_target": paired_speed_ratio(runs[name], runs["target"]),
+                }
+                for name in ("dspark", "eagle")
+            }
+            row["target_only_tokens_per_second"] = tokens_per_second(runs["target"])
+            calibration_table[key] = calibration_entry(runs["dspark"], temperature, sts_fits)
             evaluation[key] = row
             print(
                 f"{key}: DSpark tau {row['dspark']['tau']:.3f}, EAGLE tau {row['eagle']['tau']:.3f}"
@@ -388,9 +426,8 @@ def run(
     profile = profile_sps(
         target,
         dspark,
-        plan.requests,
-        plan.prompt_length + plan.new_tokens // 2,
-        plan.sps_repeats,
+        [c for k in corpora for c in batched(prompts["calibration"][k], plan.requests)],
+        plan.sps_new_tokens,
         seed,
         sweeps=plan.sps_sweeps,
         max_seconds=plan.sps_seconds,
@@ -404,45 +441,37 @@ def run(
     schedulers: dict[str, Any] = {}
     threshold = StaticThreshold(plan.threshold)
     for domain in corpora:
-        rows: dict[str, Any] = {}
-        for label, schedule in (
-            ("algorithm1", Algorithm1()),
-            (f"fixed gamma={gamma}", fixed),
-            (f"static threshold a>={plan.threshold}", threshold),
-        ):
-            runs = decode_all(
-                target,
-                dspark,
-                prompts["evaluation"][domain],
-                plan,
-                temperature=1.0,
-                schedule=schedule,
-                sps=sps,
-                confidence_temperatures=sts,
-                seed=seed + 400,
+        decoders: dict[str, Decoder] = {
+            label: speculative(target, dspark, plan, 1.0, schedule, seed + 400, sps, sts)
+            for label, schedule in (
+                ("algorithm1", Algorithm1()),
+                (f"fixed gamma={gamma}", fixed),
+                (f"static threshold a>={plan.threshold}", threshold),
             )
-            rows[label] = summary(runs, gamma)
-        eagle_results = decode_all(
-            target,
-            eagle,
-            prompts["evaluation"][domain],
-            plan,
-            temperature=1.0,
-            schedule=fixed,
-            seed=seed + 400,
+        }
+        decoders[f"EAGLE-style, fixed gamma={gamma}"] = speculative(
+            target, eagle, plan, 1.0, fixed, seed + 400
         )
-        rows[f"EAGLE-style, fixed gamma={gamma}"] = summary(eagle_results, gamma)
-        baseline = [
-            autoregressive_generate(
-                target, chunk, plan.new_tokens, temperature=1.0, seed=seed + 500 + i
-            )
-            for i, chunk in enumerate(batched(prompts["evaluation"][domain], plan.requests))
-        ]
-        rows["target only"] = {"tau": 1.0, "tokens_per_second": tokens_per_second(baseline)}
+        decoders["target only"] = autoregressive(target, plan, 1.0, seed + 500)
+        runs = interleaved(decoders, batched(prompts["evaluation"][domain], plan.requests), seed)
+        rows: dict[str, Any] = {}
+        for label, decoded in runs.items():
+            ratio = paired_speed_ratio(decoded, runs["target only"])
+            if label == "target only":
+                rows[label] = {
+                    "tau": 1.0,
+                    "tokens_per_second": tokens_per_second(decoded),
+                    "speed_vs_target": ratio,
+                }
+            else:
+                rows[label] = {**summary(decoded, gamma), "speed_vs_target": ratio}
         schedulers[domain] = rows
         print(
             f"schedulers on {domain}: "
-            + ", ".join(f"{k} {v['tokens_per_second']:.0f} tok/s" for k, v in rows.items())
+            + ", ".join(
+                f"{k} {v['tokens_per_second']:.0f} tok/s (x{v['speed_vs_target']:.2f})"
+                for k, v in rows.items()
+            )
         )
 
     lossless: list[dict[str, Any]] = []
@@ -530,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "--budget-minutes",
         type=float,
         default=None,
-        help="total wall-clock budget (default 13.5; smoke 0.1)",
+        help="total wall-clock budget (default 12.5; smoke 0.1)",
     )
     parser.add_argument(
         "--out", type=Path, default=Path("benchmarks"), help="folder of e2e.json (raw numbers)"
@@ -558,7 +587,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         plan = replace(plan, lossless_delta=args.lossless_delta)
     budget = args.budget_minutes
     if budget is None:
-        budget = 0.1 if args.smoke else 13.5
+        budget = 0.1 if args.smoke else 12.5
     if not math.isfinite(budget) or budget <= 0:
         parser.error("--budget-minutes must be positive")
     return run(plan, budget, args.out, args.artifacts, args.seed, args.markdown)

@@ -102,6 +102,9 @@ def test_round_logs_are_consistent(models: ToyModels) -> None:
         assert all(0 <= a <= s for a, s in zip(log.accepted, log.scheduled, strict=True))
         assert log.confidence_logits is not None
         assert log.confidence_logits.shape == (len(log.accepted), models.dspark.gamma)
+    round_seconds = [log.seconds for log in result.rounds]
+    assert all(t > 0 for t in round_seconds)
+    assert sum(round_seconds) <= result.seconds
 
 
 def test_isotonic_fit_is_monotone_and_least_squares() -> None:

@@ -1,0 +1,39 @@
+"""Decoders measured side by side: every chunk of prompts is decoded by each decoder back to
+back, in a fresh random order per chunk, so slow phases of a shared machine hit them alike and
+speeds can be compared as ratios on the same chunk."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from .decode import DecodeResult
+
+Decoder = Callable[[list[list[int]], int], DecodeResult]
+"""Decodes one chunk of prompts; the second argument is the chunk's index (for seeds)."""
+
+
+def interleaved(
+    decoders: Mapping[str, Decoder], chunks: Sequence[list[list[int]]], seed: int
+) -> dict[str, list[DecodeResult]]:
+    """Each decoder's results, one per chunk, with the decoders shuffled afresh per chunk."""
+    if not decoders:
+        raise ValueError("no decoders to compare")
+    rng = np.random.default_rng(seed)
+    names = list(decoders)
+    results: dict[str, list[DecodeResult]] = {name: [] for name in names}
+    for index, chunk in enumerate(chunks):
+        for position in rng.permutation(len(names)):
+            name = names[int(position)]
+            results[name].append(decoders[name](chunk, index))
+    return results
+
+
+def paired_speed_ratio(results: Sequence[DecodeResult], baseline: Sequence[DecodeResult]) -> float:
+    """Median over chunks of tokens/s relative to ``baseline`` on the same chunk."""
+    if len(results) != len(baseline) or not results:
+        raise ValueError("need one result per chunk for both decoders")
+    pairs = zip(results, baseline, strict=True)
+    ratios = [r.tokens_per_second / b.tokens_per_second for r, b in pairs]
+    return float(np.median(ratios))

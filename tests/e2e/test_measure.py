@@ -1,0 +1,80 @@
+"""The SPS profile's schedules and the side-by-side comparison of decoders."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from specproof.e2e.compare import Decoder, interleaved, paired_speed_ratio
+from specproof.e2e.decode import DecodeResult
+from specproof.e2e.measure import SpreadSchedule, profile_sps, spread_lengths
+from specproof.e2e.toy import toy_models
+
+
+@pytest.mark.parametrize("requests", [1, 3, 4])
+@pytest.mark.parametrize("gamma", [1, 4, 7])
+def test_spread_lengths_verify_exactly_b_tokens(requests: int, gamma: int) -> None:
+    for total in range(requests, requests * (gamma + 1) + 1):
+        lengths = spread_lengths(total, requests, gamma)
+        assert sum(n + 1 for n in lengths) == total
+        assert all(0 <= n <= gamma for n in lengths)
+        assert max(lengths) - min(lengths) <= 1
+    assert spread_lengths(0, requests, gamma) == [0] * requests
+    assert spread_lengths(10**6, requests, gamma) == [gamma] * requests
+
+
+def test_spread_schedule_ignores_confidences() -> None:
+    schedule = SpreadSchedule(7)
+    assert schedule([[0.9, 0.1, 0.5]] * 3, None) == [2, 1, 1]
+    assert schedule([[0.0, 0.0, 0.0]] * 3, None) == [2, 1, 1]
+
+
+def test_interleaved_runs_every_decoder_once_per_chunk_in_shuffled_orders() -> None:
+    calls: list[tuple[str, int]] = []
+
+    def decoder(name: str) -> Decoder:
+        def decode(chunk: list[list[int]], index: int) -> DecodeResult:
+            calls.append((name, index))
+            return DecodeResult(chunk, [], 1.0)
+
+        return decode
+
+    names = ["a", "b", "c"]
+    chunks = [[[i]] for i in range(12)]
+    runs = interleaved({n: decoder(n) for n in names}, chunks, seed=0)
+    assert {n: [r.tokens for r in runs[n]] for n in names} == {n: chunks for n in names}
+    orders = {tuple(n for n, _ in calls[3 * i : 3 * i + 3]) for i in range(12)}
+    assert all(sorted(order) == names for order in orders)
+    assert len(orders) > 1, "the order must change between chunks"
+    assert [i for _, i in calls] == [i for i in range(12) for _ in names]
+
+
+def test_paired_speed_ratio_is_the_median_of_per_chunk_ratios() -> None:
+    def result(tokens: int, seconds: float) -> DecodeResult:
+        return DecodeResult([[0] * tokens], [], seconds)
+
+    fast = [result(10, 1.0), result(10, 4.0), result(10, 1.0)]
+    base = [result(10, 2.0), result(10, 2.0), result(10, 10.0)]
+    assert paired_speed_ratio(fast, base) == pytest.approx(2.0)  # ratios 2, 0.5, 10
+    with pytest.raises(ValueError):
+        paired_speed_ratio(fast, base[:2])
+
+
+def test_profile_times_every_b_and_fits_a_falling_curve() -> None:
+    torch.set_num_threads(1)
+    models = toy_models()
+    chunks = [[[ord(c) for c in "def f(x):"], [ord(c) for c in "import os"]]]
+    profile = profile_sps(
+        models.target, models.dspark, chunks, 4, sweeps=2, max_seconds=0.0, min_sweeps=1
+    )
+    gamma = models.dspark.gamma
+    assert profile.batch_sizes == list(range(2, 2 * (gamma + 1) + 1))
+    assert profile.sweeps == 1
+    assert all(n >= 1 for n in profile.rounds)
+    assert all(a >= b for a, b in itertools.pairwise(profile.step_fit))
+    assert all(
+        lo <= m <= hi
+        for lo, m, hi in zip(profile.step_q25, profile.step_median, profile.step_q75, strict=True)
+    )
