@@ -179,34 +179,6 @@ def batched(items: Sequence[list[int]], size: int) -> list[list[list[int]]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
 
 
-def decode_all(
-    target: Target,
-    drafter: Drafter,
-    prompts: Sequence[list[int]],
-    plan: Plan,
-    *,
-    temperature: float,
-    schedule: Schedule,
-    sps: Callable[[int], float] | None = None,
-    confidence_temperatures: Sequence[float] | None = None,
-    seed: int = 0,
-) -> list[DecodeResult]:
-    return [
-        speculative_generate(
-            target,
-            drafter,
-            chunk,
-            plan.new_tokens,
-            temperature=temperature,
-            schedule=schedule,
-            sps=sps,
-            confidence_temperatures=confidence_temperatures,
-            seed=seed + i,
-        )
-        for i, chunk in enumerate(batched(prompts, plan.requests))
-    ]
-
-
 def speculative(
     target: Target,
     drafter: Drafter,
@@ -375,18 +347,11 @@ def run(
     # separately at each decoding temperature (both domains pooled).
     sts_fits: dict[str, dict[str, Any]] = {}
     for temperature in TEMPERATURES:
+        decode = speculative(target, dspark, plan, temperature, fixed, seed + 100)
         calibration_runs = [
-            res
+            decode(chunk, i)
             for k in corpora
-            for res in decode_all(
-                target,
-                dspark,
-                prompts["calibration"][k],
-                plan,
-                temperature=temperature,
-                schedule=fixed,
-                seed=seed + 100,
-            )
+            for i, chunk in enumerate(batched(prompts["calibration"][k], plan.requests))
         ]
         calib_logits, calib_accepted = confidence_records(calibration_runs)
         fitted = fit_sts(calib_logits, calib_accepted)
