@@ -30,10 +30,14 @@ def interleaved(
     return results
 
 
-def paired_speed_ratio(results: Sequence[DecodeResult], baseline: Sequence[DecodeResult]) -> float:
-    """Median over chunks of tokens/s relative to ``baseline`` on the same chunk."""
+def speed_ratios(results: Sequence[DecodeResult], baseline: Sequence[DecodeResult]) -> list[float]:
+    """Tokens/s relative to ``baseline`` on the same chunk, one ratio per chunk."""
     if len(results) != len(baseline) or not results:
         raise ValueError("need one result per chunk for both decoders")
     pairs = zip(results, baseline, strict=True)
-    ratios = [r.tokens_per_second / b.tokens_per_second for r, b in pairs]
-    return float(np.median(ratios))
+    return [r.tokens_per_second / b.tokens_per_second for r, b in pairs]
+
+
+def paired_speed_ratio(results: Sequence[DecodeResult], baseline: Sequence[DecodeResult]) -> float:
+    """Median over chunks of tokens/s relative to ``baseline`` on the same chunk."""
+    return float(np.median(speed_ratios(results, baseline)))

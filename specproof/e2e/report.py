@@ -195,11 +195,23 @@ def markdown(results: dict[str, Any]) -> str:
                     s["tau"],
                     s["tokens_per_second"],
                     s["speed_vs_target"],
+                    "{:.2f} to {:.2f}".format(
+                        min(s["speed_vs_target_by_chunk"]), max(s["speed_vs_target_by_chunk"])
+                    ),
                     s.get("mean_verified_drafts"),
                 ]
             )
     lines += table(
-        ["domain", "scheduler", "tau", "tokens/s", "x target", "mean drafts verified"], rows
+        [
+            "domain",
+            "scheduler",
+            "tau",
+            "tokens/s",
+            "x target",
+            "x target over chunks",
+            "mean drafts verified",
+        ],
+        rows,
     )
     lines += [
         "",

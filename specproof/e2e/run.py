@@ -28,7 +28,7 @@ from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThresho
 from specproof.stats import required_samples
 
 from .calibration import cumulative_ece, fit_sts, reliability_bins
-from .compare import Decoder, interleaved, paired_speed_ratio
+from .compare import Decoder, interleaved, speed_ratios
 from .data import Corpus, WindowSampler, load_corpora, prompts_from
 from .decode import (
     DecodeResult,
@@ -235,6 +235,18 @@ def summary(results: Sequence[DecodeResult], gamma: int) -> dict[str, Any]:
     }
 
 
+def speed_entry(
+    results: Sequence[DecodeResult], baseline: Sequence[DecodeResult]
+) -> dict[str, Any]:
+    """Tokens/s, and the speed relative to ``baseline`` per chunk and its median."""
+    ratios = speed_ratios(results, baseline)
+    return {
+        "tokens_per_second": tokens_per_second(results),
+        "speed_vs_target": float(np.median(ratios)),
+        "speed_vs_target_by_chunk": ratios,
+    }
+
+
 def calibration_entry(
     runs: Sequence[DecodeResult], temperature: float, sts_fits: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
@@ -375,10 +387,7 @@ def run(
                 seed + 250,
             )
             row: dict[str, Any] = {
-                name: {
-                    **summary(runs[name], gamma),
-                    "speed_vs_target": paired_speed_ratio(runs[name], runs["target"]),
-                }
+                name: {**summary(runs[name], gamma), **speed_entry(runs[name], runs["target"])}
                 for name in ("dspark", "eagle")
             }
             row["target_only_tokens_per_second"] = tokens_per_second(runs["target"])
@@ -421,15 +430,11 @@ def run(
         runs = interleaved(decoders, batched(prompts["evaluation"][domain], plan.requests), seed)
         rows: dict[str, Any] = {}
         for label, decoded in runs.items():
-            ratio = paired_speed_ratio(decoded, runs["target only"])
+            speed = speed_entry(decoded, runs["target only"])
             if label == "target only":
-                rows[label] = {
-                    "tau": 1.0,
-                    "tokens_per_second": tokens_per_second(decoded),
-                    "speed_vs_target": ratio,
-                }
+                rows[label] = {"tau": 1.0, **speed}
             else:
-                rows[label] = {**summary(decoded, gamma), "speed_vs_target": ratio}
+                rows[label] = {**summary(decoded, gamma), **speed}
         schedulers[domain] = rows
         print(
             f"schedulers on {domain}: "

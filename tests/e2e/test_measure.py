@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from specproof.e2e.compare import Decoder, interleaved, paired_speed_ratio
+from specproof.e2e.compare import Decoder, interleaved, paired_speed_ratio, speed_ratios
 from specproof.e2e.decode import DecodeResult
 from specproof.e2e.measure import SpreadSchedule, profile_sps, spread_lengths
 from specproof.e2e.toy import toy_models
@@ -57,7 +57,8 @@ def test_paired_speed_ratio_is_the_median_of_per_chunk_ratios() -> None:
 
     fast = [result(10, 1.0), result(10, 4.0), result(10, 1.0)]
     base = [result(10, 2.0), result(10, 2.0), result(10, 10.0)]
-    assert paired_speed_ratio(fast, base) == pytest.approx(2.0)  # ratios 2, 0.5, 10
+    assert speed_ratios(fast, base) == pytest.approx([2.0, 0.5, 10.0])
+    assert paired_speed_ratio(fast, base) == pytest.approx(2.0)
     with pytest.raises(ValueError):
         paired_speed_ratio(fast, base[:2])
 
