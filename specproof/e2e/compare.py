@@ -30,12 +30,20 @@ def interleaved(
     return results
 
 
-def speed_ratios(results: Sequence[DecodeResult], baseline: Sequence[DecodeResult]) -> list[float]:
-    """Tokens/s relative to ``baseline`` on the same chunk, one ratio per chunk."""
+def overall_rate(result: DecodeResult) -> float:
+    """Tokens/s over the whole decode (prefill excluded)."""
+    return result.tokens_per_second
+
+
+def speed_ratios(
+    results: Sequence[DecodeResult],
+    baseline: Sequence[DecodeResult],
+    rate: Callable[[DecodeResult], float] = overall_rate,
+) -> list[float]:
+    """``rate`` (tokens/s by default) relative to ``baseline`` on the same chunk, per chunk."""
     if len(results) != len(baseline) or not results:
         raise ValueError("need one result per chunk for both decoders")
-    pairs = zip(results, baseline, strict=True)
-    return [r.tokens_per_second / b.tokens_per_second for r, b in pairs]
+    return [rate(r) / rate(b) for r, b in zip(results, baseline, strict=True)]
 
 
 def paired_speed_ratio(results: Sequence[DecodeResult], baseline: Sequence[DecodeResult]) -> float:

@@ -64,6 +64,31 @@ def tokens_per_second(results: Sequence[DecodeResult]) -> float:
     return generated / seconds if seconds > 0 else float("nan")
 
 
+def full_batch_work(result: DecodeResult) -> tuple[int, float]:
+    """(tokens emitted, seconds) over the rounds in which every request was still decoding.
+
+    A static batch ends in a tail where finished requests have left; a serving engine with
+    continuous batching refills the batch instead, so these rounds are the ones it would see.
+    Decoding without round logs (the target alone) keeps every request active throughout.
+    """
+    if not result.rounds:
+        return result.generated, result.seconds
+    batch = len(result.tokens)
+    full = [log for log in result.rounds if len(log.scheduled) == batch]
+    return sum(a + 1 for log in full for a in log.accepted), sum(log.seconds for log in full)
+
+
+def full_batch_rate(result: DecodeResult) -> float:
+    tokens, seconds = full_batch_work(result)
+    return tokens / seconds if seconds > 0 else float("nan")
+
+
+def full_batch_tokens_per_second(results: Sequence[DecodeResult]) -> float:
+    work = [full_batch_work(r) for r in results]
+    seconds = sum(s for _, s in work)
+    return sum(t for t, _ in work) / seconds if seconds > 0 else float("nan")
+
+
 @dataclass
 class SpsProfile:
     """Steps per second against B, the tokens verified in a round, at ``requests`` requests.

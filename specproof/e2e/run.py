@@ -43,6 +43,8 @@ from .measure import (
     acceptance_counts,
     conditional_acceptance,
     confidence_records,
+    full_batch_rate,
+    full_batch_tokens_per_second,
     mean_accepted_length,
     profile_sps,
     tokens_per_second,
@@ -238,12 +240,17 @@ def summary(results: Sequence[DecodeResult], gamma: int) -> dict[str, Any]:
 def speed_entry(
     results: Sequence[DecodeResult], baseline: Sequence[DecodeResult]
 ) -> dict[str, Any]:
-    """Tokens/s, and the speed relative to ``baseline`` per chunk and its median."""
+    """Tokens/s and the speed relative to ``baseline`` (per chunk and the median), over the
+    whole decode and over full-batch rounds."""
     ratios = speed_ratios(results, baseline)
+    full_batch = speed_ratios(results, baseline, full_batch_rate)
     return {
         "tokens_per_second": tokens_per_second(results),
         "speed_vs_target": float(np.median(ratios)),
         "speed_vs_target_by_chunk": ratios,
+        "full_batch_tokens_per_second": full_batch_tokens_per_second(results),
+        "full_batch_speed_vs_target": float(np.median(full_batch)),
+        "full_batch_speed_vs_target_by_chunk": full_batch,
     }
 
 

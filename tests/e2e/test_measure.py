@@ -8,8 +8,14 @@ import pytest
 import torch
 
 from specproof.e2e.compare import Decoder, interleaved, paired_speed_ratio, speed_ratios
-from specproof.e2e.decode import DecodeResult
-from specproof.e2e.measure import SpreadSchedule, profile_sps, spread_lengths
+from specproof.e2e.decode import DecodeResult, RoundLog
+from specproof.e2e.measure import (
+    SpreadSchedule,
+    full_batch_tokens_per_second,
+    full_batch_work,
+    profile_sps,
+    spread_lengths,
+)
 from specproof.e2e.toy import toy_models
 
 
@@ -79,3 +85,17 @@ def test_profile_times_every_b_and_fits_a_falling_curve() -> None:
         lo <= m <= hi
         for lo, m, hi in zip(profile.step_q25, profile.step_median, profile.step_q75, strict=True)
     )
+
+
+def test_full_batch_work_counts_only_rounds_with_every_request() -> None:
+    rounds = [
+        RoundLog([2, 2], [2, 0], None, seconds=1.0),  # 3 + 1 tokens
+        RoundLog([1, 3], [1, 3], None, seconds=2.0),  # 2 + 4 tokens; request 0 is done
+        RoundLog([2], [0], None, seconds=5.0),  # the tail: one request left
+    ]
+    result = DecodeResult([[0] * 6, [0] * 6], rounds, seconds=8.0)
+    assert full_batch_work(result) == (10, 3.0)
+    assert result.tokens_per_second == pytest.approx(12 / 8)
+    plain = DecodeResult([[0] * 5, [0] * 5], [], seconds=2.0)
+    assert full_batch_work(plain) == (10, 2.0)
+    assert full_batch_tokens_per_second([result, plain]) == pytest.approx(20 / 5)

@@ -59,10 +59,11 @@ def test_smoke_run_writes_tables(tmp_path: Path) -> None:
     assert all(a >= b for a, b in itertools.pairwise(profile["step_fit"]))
     chunks = results["plan"]["evaluation_prompts"] // results["plan"]["requests"]
     for rows in data["schedulers"].values():
-        assert rows["target only"]["speed_vs_target_by_chunk"] == [1.0] * chunks
-        for row in rows.values():
-            ratios = sorted(row["speed_vs_target_by_chunk"])
-            assert len(ratios) == chunks and all(r > 0 for r in ratios)
-            assert ratios[0] <= row["speed_vs_target"] <= ratios[-1]
+        for kind in ("speed_vs_target", "full_batch_speed_vs_target"):
+            assert rows["target only"][f"{kind}_by_chunk"] == [1.0] * chunks
+            for row in rows.values():
+                ratios = sorted(row[f"{kind}_by_chunk"])
+                assert len(ratios) == chunks and all(r > 0 for r in ratios)
+                assert ratios[0] <= row[kind] <= ratios[-1]
     assert all(not f["rejected"] for f in results["lossless"])
     assert any(p.name.startswith("target.") for p in (tmp_path / "w").iterdir())
