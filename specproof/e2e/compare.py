@@ -5,10 +5,12 @@ speeds can be compared as ratios on the same chunk."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from .decode import DecodeResult
+from .measure import full_batch_rate, full_batch_tokens_per_second, tokens_per_second
 
 Decoder = Callable[[list[list[int]], int], DecodeResult]
 """Decodes one chunk of prompts; the second argument is the chunk's index (for seeds)."""
@@ -46,6 +48,18 @@ def speed_ratios(
     return [rate(r) / rate(b) for r, b in zip(results, baseline, strict=True)]
 
 
-def paired_speed_ratio(results: Sequence[DecodeResult], baseline: Sequence[DecodeResult]) -> float:
-    """Median over chunks of tokens/s relative to ``baseline`` on the same chunk."""
-    return float(np.median(speed_ratios(results, baseline)))
+def speed_entry(
+    results: Sequence[DecodeResult], baseline: Sequence[DecodeResult]
+) -> dict[str, Any]:
+    """Tokens/s and the speed relative to ``baseline`` (per chunk and the median over chunks),
+    over the whole decode and over full-batch rounds."""
+    ratios = speed_ratios(results, baseline)
+    full_batch = speed_ratios(results, baseline, full_batch_rate)
+    return {
+        "tokens_per_second": tokens_per_second(results),
+        "speed_vs_target": float(np.median(ratios)),
+        "speed_vs_target_by_chunk": ratios,
+        "full_batch_tokens_per_second": full_batch_tokens_per_second(results),
+        "full_batch_speed_vs_target": float(np.median(full_batch)),
+        "full_batch_speed_vs_target_by_chunk": full_batch,
+    }

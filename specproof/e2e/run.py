@@ -28,7 +28,7 @@ from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThresho
 from specproof.stats import required_samples
 
 from .calibration import cumulative_ece, fit_sts, reliability_bins
-from .compare import Decoder, interleaved, speed_ratios
+from .compare import Decoder, interleaved, speed_entry
 from .data import Corpus, WindowSampler, load_corpora, prompts_from
 from .decode import (
     DecodeResult,
@@ -43,8 +43,6 @@ from .measure import (
     acceptance_counts,
     conditional_acceptance,
     confidence_records,
-    full_batch_rate,
-    full_batch_tokens_per_second,
     mean_accepted_length,
     profile_sps,
     tokens_per_second,
@@ -230,27 +228,9 @@ def summary(results: Sequence[DecodeResult], gamma: int) -> dict[str, Any]:
         "acceptance_by_position": conditional_acceptance(results, gamma),
         "acceptance_reached": reached,
         "acceptance_passed": passed,
-        "tokens_per_second": tokens_per_second(results),
         "mean_verified_drafts": float(np.mean(scheduled)) if scheduled else float("nan"),
         "request_rounds": len(scheduled),
         "generated_tokens": sum(r.generated for r in results),
-    }
-
-
-def speed_entry(
-    results: Sequence[DecodeResult], baseline: Sequence[DecodeResult]
-) -> dict[str, Any]:
-    """Tokens/s and the speed relative to ``baseline`` (per chunk and the median), over the
-    whole decode and over full-batch rounds."""
-    ratios = speed_ratios(results, baseline)
-    full_batch = speed_ratios(results, baseline, full_batch_rate)
-    return {
-        "tokens_per_second": tokens_per_second(results),
-        "speed_vs_target": float(np.median(ratios)),
-        "speed_vs_target_by_chunk": ratios,
-        "full_batch_tokens_per_second": full_batch_tokens_per_second(results),
-        "full_batch_speed_vs_target": float(np.median(full_batch)),
-        "full_batch_speed_vs_target_by_chunk": full_batch,
     }
 
 

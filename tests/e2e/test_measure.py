@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from specproof.e2e.compare import Decoder, interleaved, paired_speed_ratio, speed_ratios
+from specproof.e2e.compare import Decoder, interleaved, speed_entry, speed_ratios
 from specproof.e2e.decode import DecodeResult, RoundLog
 from specproof.e2e.measure import (
     SpreadSchedule,
@@ -57,16 +57,21 @@ def test_interleaved_runs_every_decoder_once_per_chunk_in_shuffled_orders() -> N
     assert [i for _, i in calls] == [i for i in range(12) for _ in names]
 
 
-def test_paired_speed_ratio_is_the_median_of_per_chunk_ratios() -> None:
+def test_speed_entry_takes_the_median_of_per_chunk_ratios() -> None:
     def result(tokens: int, seconds: float) -> DecodeResult:
         return DecodeResult([[0] * tokens], [], seconds)
 
     fast = [result(10, 1.0), result(10, 4.0), result(10, 1.0)]
     base = [result(10, 2.0), result(10, 2.0), result(10, 10.0)]
     assert speed_ratios(fast, base) == pytest.approx([2.0, 0.5, 10.0])
-    assert paired_speed_ratio(fast, base) == pytest.approx(2.0)
+    entry = speed_entry(fast, base)
+    assert entry["speed_vs_target"] == pytest.approx(2.0)
+    assert entry["speed_vs_target_by_chunk"] == pytest.approx([2.0, 0.5, 10.0])
+    assert entry["tokens_per_second"] == pytest.approx(30 / 6)
+    # Without round logs every request is active throughout: full batch equals the whole decode.
+    assert entry["full_batch_speed_vs_target"] == pytest.approx(2.0)
     with pytest.raises(ValueError):
-        paired_speed_ratio(fast, base[:2])
+        speed_ratios(fast, base[:2])
 
 
 def test_profile_times_every_b_and_fits_a_falling_curve() -> None:
