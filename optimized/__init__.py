@@ -2,9 +2,11 @@
 torch backend that share one counter-based (Philox) random stream with the reference."""
 
 from . import schedulers
+from .backend import Backend
 from .sampling import sample_draft_tokens
+from .tree import TreeResult, tree_verify
 from .validation import InvalidInputError
-from .verify import Backend, ChainResult, TreeResult, chain_verify, tree_verify
+from .verify import ChainResult, chain_verify
 
 __all__ = [
     "Backend",

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 import torch
 
+from .backend import Backend
 from .sampling import sample_draft_tokens
 from .schedulers import BatchedScheduler
 from .validation import InvalidInputError
-from .verify import Backend, chain_verify
+from .verify import chain_verify
 
 TargetFn = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
 DrafterFn = Callable[[torch.Tensor, torch.Tensor, int], tuple[torch.Tensor, torch.Tensor]]

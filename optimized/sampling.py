@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from .arguments import as_row_tensor
+from .backend import Backend, resolve_backend
 from .validation import InvalidInputError, check_float, check_int, check_rows, check_temperature
-from .verify import Backend, as_row_tensor, resolve_backend
 
 
 def sample_draft_tokens(
