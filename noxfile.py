@@ -1,24 +1,62 @@
-"""Every way to check specproof. ``nox`` alone runs the default CPU test suite."""
+"""Every way to check specproof. ``nox`` alone runs the default CPU test suite.
+
+The sessions that need specproof's packages share one virtualenv, ``.nox/specproof``: the first
+session builds it (pip's progress shown), later ones only add the extras they lack. nox has no
+shared-venv option, so these sessions run with ``venv_backend="none"`` and :func:`install`
+puts the shared env first on ``PATH`` for their commands.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shutil
+import sys
+from pathlib import Path
 
 import nox
 
 nox.options.sessions = ["tests"]
-nox.options.reuse_existing_virtualenvs = True
 
-PYTHON = "3.11"
+ROOT = Path(__file__).resolve().parent
+SHARED_ENV = ROOT / ".nox" / "specproof"
+STAMP = SHARED_ENV / "specproof-extras.json"
 CONSTRAINTS = ("-c", "constraints.txt")
 CPU_ENV = {"TRITON_INTERPRET": "1"}
+SHARED = {"venv_backend": "none"}
+
+
+def _inputs_digest() -> str:
+    """What the shared env was built from: a rebuild follows any change to these files."""
+    digest = hashlib.sha256()
+    for name in ("pyproject.toml", "constraints.txt"):
+        digest.update((ROOT / name).read_bytes())
+    return digest.hexdigest()
 
 
 def install(session: nox.Session, extras: str) -> None:
-    session.install(*CONSTRAINTS, "-e", f".[{extras}]")
+    """Make sure the shared env holds ``specproof[extras]``; run the session's commands in it."""
+    python = SHARED_ENV / "bin" / "python"
+    digest = _inputs_digest()
+    stamp = json.loads(STAMP.read_text()) if STAMP.exists() and python.exists() else {}
+    have = set(stamp.get("extras", [])) if stamp.get("digest") == digest else set()
+    wanted = set(extras.split(",")) | have
+    if not python.exists():
+        interpreter = shutil.which("python3.11") or sys.executable
+        session.run(interpreter, "-m", "venv", str(SHARED_ENV), external=True)
+    if wanted - have or not have:
+        session.run(
+            str(python), "-m", "pip", "install", "--progress-bar", "on", *CONSTRAINTS,
+            "-e", f".[{','.join(sorted(wanted))}]", external=True,
+        )  # fmt: skip
+        STAMP.write_text(json.dumps({"digest": digest, "extras": sorted(wanted)}) + "\n")
+    # Commands are looked up on the nox process's PATH, so the shared env goes first there.
+    os.environ["PATH"] = f"{SHARED_ENV / 'bin'}{os.pathsep}{os.environ['PATH']}"
+    os.environ["VIRTUAL_ENV"] = str(SHARED_ENV)
 
 
-@nox.session(python=PYTHON)
+@nox.session(**SHARED)
 def tests(session: nox.Session) -> None:
     """The whole CPU suite (Triton kernels run under the interpreter)."""
     install(session, "test")
@@ -26,7 +64,7 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-m", "not slow and not gpu", *session.posargs, env=env)
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(**SHARED, default=False)
 def thorough(session: nox.Session) -> None:
     """Exhaustive and slow tests, with the thorough hypothesis profile."""
     install(session, "test")
@@ -54,34 +92,34 @@ def gpu(session: nox.Session) -> None:
     )
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(**SHARED, default=False)
 def lint(session: nox.Session) -> None:
-    session.install(*CONSTRAINTS, "ruff")
+    install(session, "lint")
     session.run("ruff", "check", ".", *session.posargs)
     session.run("ruff", "format", "--check", ".")
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(**SHARED, default=False)
 def typecheck(session: nox.Session) -> None:
     install(session, "typecheck")
     session.run("mypy", "specproof", "reference", "optimized", *session.posargs)
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(**SHARED, default=False)
 def demo(session: nox.Session) -> None:
     """The main job: the lossless matrix on the built-in models."""
     install(session, "test")
     session.run("specproof", "matrix", *session.posargs)
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(**SHARED, default=False)
 def proofs(session: nox.Session) -> None:
     """Run every theorem's executable certificate."""
     install(session, "test")
     session.run("python", "proofs/check_all.py", *session.posargs)
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(**SHARED, default=False)
 def notebooks(session: nox.Session) -> None:
     """Execute every notebook headless; each asserts the claim it plots."""
     install(session, "test,notebooks")
@@ -94,21 +132,21 @@ def notebooks(session: nox.Session) -> None:
     )
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(**SHARED, default=False)
 def bench(session: nox.Session) -> None:
     """Kernel benchmarks: writes BENCHMARKS.md and benchmarks/results.json."""
     install(session, "test")
     session.run("python", "bench/run.py", *session.posargs, env=CPU_ENV)
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(**SHARED, default=False)
 def calibration(session: nox.Session) -> None:
     """Observed false-fail rate and power of the statistical tests, beside alpha and 1 - beta."""
     install(session, "test")
     session.run("python", "-m", "specproof.stats.calibrate", *session.posargs)
 
 
-@nox.session(python=PYTHON, default=False)
+@nox.session(**SHARED, default=False)
 def e2e(session: nox.Session) -> None:
     """Train the small target and drafters here and regenerate the end-to-end tables."""
     install(session, "test,e2e")
