@@ -7,6 +7,7 @@ the batch once they have emitted ``num_tokens`` tokens.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -63,12 +64,20 @@ class SpeculativeDecoder:
             raise ValueError("at least one prompt is needed")
         checked = []
         for r, prompt in enumerate(prompts):
-            tokens = tuple(prompt)
-            bad = [t for t in tokens if not isinstance(t, int) or not 0 <= t < self.vocab_size]
+            given = tuple(prompt)
+            # numpy and other integer types count as ints; bools and floats do not.
+            bad = [
+                t
+                for t in given
+                if isinstance(t, bool)
+                or not isinstance(t, numbers.Integral)
+                or not 0 <= t < self.vocab_size
+            ]
             if bad:
                 raise ValueError(
                     f"prompt {r}: token ids {bad} are outside 0..{self.vocab_size - 1}"
                 )
+            tokens = tuple(int(t) for t in given)
             for model in (self.target, self.drafter):
                 if model.order is not None and len(tokens) < model.order:
                     raise ValueError(

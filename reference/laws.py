@@ -32,9 +32,21 @@ def sample(
 ) -> Outputs:
     """One run of the decoder; ``source`` is a seed or a :class:`UniformSource` (e.g. Philox)."""
     checked = dec.check_prompts(prompts, num_tokens)
-    uniforms = SeededSource(source) if isinstance(source, int) else source
+    uniforms = uniform_source(source)
     outputs: Outputs = decode(Sampler(uniforms), dec, initial_state(dec, checked, num_tokens))
     return outputs
+
+
+def uniform_source(source: UniformSource | int) -> UniformSource:
+    """A seed becomes Python's seeded generator; anything else must have ``uniform``."""
+    if isinstance(source, int) and not isinstance(source, bool):
+        return SeededSource(source)
+    if isinstance(source, bool) or not callable(getattr(source, "uniform", None)):
+        raise ValueError(
+            f"source must be an int seed or a UniformSource (an object with .uniform(address)), "
+            f"got {type(source).__name__} {source!r}"
+        )
+    return source
 
 
 def target_law(
@@ -97,7 +109,7 @@ def sample_round(
     """The tokens each request emits in one sampled first round (untruncated)."""
     big = dec.gamma + 1
     checked = dec.check_prompts(prompts, big)
-    uniforms = SeededSource(source) if isinstance(source, int) else source
+    uniforms = uniform_source(source)
     emitted, _ = one_round(Sampler(uniforms), dec, initial_state(dec, checked, big), 0)
     outputs: Outputs = emitted
     return outputs

@@ -105,3 +105,27 @@ def test_algorithm1_without_sps() -> None:
 def test_threshold_must_be_a_number() -> None:
     with pytest.raises(ValueError, match="cannot read 'high'"):
         StaticThreshold("high")
+
+
+def test_sample_source_must_be_a_seed_or_a_uniform_source() -> None:
+    from specproof.reference import sample
+
+    decoder = SpeculativeDecoder(target_with(HALF), uniform_drafter(), ChainRule(), FixedGamma(), 1)
+    for bad in (1.5, "7", True):
+        with pytest.raises(ValueError, match="source must be an int seed or a UniformSource"):
+            sample(decoder, [()], 1, source=bad)
+
+
+def test_numpy_integer_prompt_tokens_are_accepted() -> None:
+    import numpy as np
+    from specproof.reference import sample
+
+    bigram = TargetModel.from_table(2, 1, {(0,): HALF, (1,): HALF})
+    decoder = SpeculativeDecoder(bigram, uniform_drafter(), ChainRule(), FixedGamma(), 1)
+    plain = exact_law(decoder, [(1,)], 2)
+    assert exact_law(decoder, [(np.int64(1),)], 2) == plain
+    assert sample(decoder, [np.array([1])], 2, source=3) == sample(decoder, [(1,)], 2, source=3)
+    with pytest.raises(ValueError, match=r"outside 0\.\.1"):
+        exact_law(decoder, [(np.int64(2),)], 1)
+    with pytest.raises(ValueError, match=r"outside 0\.\.1"):
+        exact_law(decoder, [(1.0,)], 1)
