@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import torch
 
-from .arguments import as_row_tensor
+from .arguments import as_integer, request_arguments
 from .backend import Backend, resolve_backend
-from .validation import InvalidInputError, check_float, check_int, check_rows, check_temperature
+from .validation import (
+    InvalidInputError,
+    check_float,
+    check_request_ids,
+    check_rows,
+    check_temperature,
+)
 
 
 def sample_draft_tokens(
@@ -25,25 +31,27 @@ def sample_draft_tokens(
     """One token per row of ``scores`` [B, V] (probabilities, or logits at ``temperature``),
     the inverse CDF at the Philox uniform of (round, request_ids[b], "draft", index); rows with
     temperature 0 take the argmax. Returns int64 [B]."""
+    if not isinstance(scores, torch.Tensor):
+        raise InvalidInputError(f"scores must be a torch.Tensor, got {type(scores).__name__}")
     check_float("scores", scores, 2)
     batch = scores.shape[0]
     device = scores.device
-    requests = (
-        torch.arange(batch, dtype=torch.int64, device=device)
-        if request_ids is None
-        else request_ids
+    seed, round, offset, _, requests, temperatures = request_arguments(
+        batch,
+        device,
+        seed=seed,
+        round=round,
+        offset=offset,
+        request_ids=request_ids,
+        temperature=temperature,
     )
-    temperatures = as_row_tensor(temperature, batch, 1.0, torch.float32, device)
+    index = as_integer("index", index, 1 << 30)
     if validate:
         if scores.shape[1] < 1:
             raise InvalidInputError("the vocabulary must hold at least one token")
-        check_int("request_ids", requests, 1)
-        if requests.shape != (batch,) or requests.device != device:
-            raise InvalidInputError(f"request_ids must be [{batch}] on {device}")
+        check_request_ids(requests)
         check_temperature(temperatures, batch, not is_logits)
         check_rows("scores", scores, is_logits)
-        if not 0 <= index <= 0x3FFFFFFF:
-            raise InvalidInputError(f"index must be in [0, 2^30), got {index}")
     if resolve_backend(backend, device) == "triton":
         from .kernels.draft_sample import draft_sample_triton as run
     else:

@@ -6,8 +6,10 @@ from typing import NamedTuple
 
 import torch
 
-from .arguments import as_row_tensor
+from .arguments import request_arguments
 from .backend import Backend, resolve_backend
+from .tree_checks import check_tree
+from .validation import check_float, check_int, check_request_ids, check_rows, fail
 
 
 class TreeResult(NamedTuple):
@@ -49,43 +51,41 @@ def tree_verify(
     multiples of 2^-20); otherwise (logits, or rows whose float32 cumulative sums round) a
     token can differ only when a uniform lies within rounding (about 1e-6 relative) of a
     cumulative sibling mass or of a residual / bonus CDF step: the suite's margin rule (1e-4)."""
-    from .validation import check_float, check_int, check_rows, fail
-
-    batch = target.shape[0] if isinstance(target, torch.Tensor) and target.dim() == 3 else 0
+    if not isinstance(target, torch.Tensor):
+        fail(f"target must be a torch.Tensor, got {type(target).__name__}")
+    check_float("target", target, 3)
+    batch, nodes, vocab = target.shape
     device = target.device
-    requests = (
-        torch.arange(batch, dtype=torch.int64, device=device)
-        if request_ids is None
-        else request_ids
+    seed, round, offset, _, requests, temperatures = request_arguments(
+        batch,
+        device,
+        seed=seed,
+        round=round,
+        offset=offset,
+        request_ids=request_ids,
+        temperature=temperature,
     )
-    temperatures = as_row_tensor(temperature, batch, 1.0, torch.float32, device)
+    for name, links in (
+        ("candidates", candidates),
+        ("first_child", first_child),
+        ("next_sibling", next_sibling),
+    ):
+        check_int(name, links, 2)
+        if tuple(links.shape) != (batch, nodes):
+            fail(f"{name} must have shape ({batch}, {nodes}), got {tuple(links.shape)}")
+        if links.device != device:
+            fail(f"{name} is on {links.device}, target on {device}")
     if validate:
-        check_float("target", target, 3)
-        _, nodes, vocab = target.shape
         if nodes < 1:
             fail("a tree needs at least its root node")
-        for name, links in (
-            ("candidates", candidates),
-            ("first_child", first_child),
-            ("next_sibling", next_sibling),
-        ):
-            check_int(name, links, 2)
-            if tuple(links.shape) != (batch, nodes) or links.device != device:
-                fail(f"{name} must be [{batch}, {nodes}] on {device}")
-        for name, links in (("first_child", first_child), ("next_sibling", next_sibling)):
-            if ((links < -1) | (links >= nodes) | (links == 0)).any():
-                fail(f"{name} must hold node ids in 1..{nodes - 1}, or -1")
-        index = torch.arange(nodes, device=device)[None, :]
-        if ((first_child >= 0) & (first_child <= index)).any() or (
-            (next_sibling >= 0) & (next_sibling <= index)
-        ).any():
-            fail("links must point to later nodes (nodes in topological order, no cycles)")
-        if ((candidates < 0) | (candidates >= vocab))[:, 1:].any():
-            fail(f"candidate tokens must lie in 0..{vocab - 1}")
+        if vocab < 1:
+            fail("the vocabulary must hold at least one token")
+        check_request_ids(requests)
         if not torch.isfinite(temperatures).all() or (temperatures <= 0).any():
-            fail("tree verification needs temperatures > 0")
+            fail(f"tree verification needs temperatures > 0, got {temperatures.tolist()[:8]}")
         if not target_is_logits and (temperatures != 1).any():
             fail("with probability inputs the temperature can only be 1")
+        check_tree(candidates, first_child, next_sibling, vocab)
         check_rows("target", target, target_is_logits)
     if resolve_backend(backend, device) == "triton":
         from .kernels.tree_verify import tree_verify_triton as run

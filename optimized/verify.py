@@ -6,8 +6,9 @@ from typing import NamedTuple
 
 import torch
 
-from .arguments import as_row_tensor
+from .arguments import request_arguments
 from .backend import Backend, resolve_backend
+from .row_checks import RowChecks, check_rows_read
 from .validation import InvalidInputError, check_chain_inputs
 
 
@@ -60,18 +61,17 @@ def chain_verify(
         raise InvalidInputError(f"target must be [B, n + 1, V], got shape {tuple(target.shape)}")
     batch, positions, _ = target.shape
     device = target.device
-    if not 0 <= seed < 1 << 64:
-        raise InvalidInputError(f"seed must be in [0, 2^64), got {seed}")
-    for name, word in (("round", round), ("offset", offset)):
-        if not 0 <= word <= 0xFFFFFFFF:
-            raise InvalidInputError(f"{name} must be in [0, 2^32), got {word}")
-    lengths = as_row_tensor(num_draft_tokens, batch, positions - 1, torch.int64, device)
-    requests = (
-        torch.arange(batch, dtype=torch.int64, device=device)
-        if request_ids is None
-        else request_ids
+    seed, round, offset, lengths, requests, temperatures = request_arguments(
+        batch,
+        device,
+        seed=seed,
+        round=round,
+        offset=offset,
+        request_ids=request_ids,
+        temperature=temperature,
+        num_draft_tokens=num_draft_tokens,
+        max_draft_tokens=positions - 1,
     )
-    temperatures = as_row_tensor(temperature, batch, 1.0, torch.float32, device)
     if validate:
         check_chain_inputs(
             target,
@@ -84,21 +84,37 @@ def chain_verify(
             draft_logits=draft_is_logits,
         )
     chosen = resolve_backend(backend, device)
+    arguments = (target, draft, draft_tokens, lengths.contiguous(), requests.contiguous())
+    options = {
+        "target_logits": target_is_logits,
+        "draft_logits": draft_is_logits,
+        "seed": seed,
+        "round": round,
+        "offset": offset,
+    }
     if chosen == "triton":
-        from .kernels.chain_verify import chain_verify_triton as run
-    else:
-        from .torch_backend.chain_verify import chain_verify_torch as run
-    tokens, accepted = run(
-        target,
-        draft,
-        draft_tokens,
-        lengths.contiguous(),
-        requests.contiguous(),
-        temperatures.contiguous(),
-        target_logits=target_is_logits,
-        draft_logits=draft_is_logits,
-        seed=seed,
-        round=round,
-        offset=offset,
+        from .kernels.chain_verify import chain_verify_triton
+
+        tokens, accepted = chain_verify_triton(*arguments, temperatures.contiguous(), **options)
+        if validate:
+            check_rows_read(
+                target,
+                draft,
+                draft_tokens,
+                lengths,
+                temperatures,
+                accepted,
+                target_logits=target_is_logits,
+                draft_logits=draft_is_logits,
+            )
+        return ChainResult(tokens, accepted)
+    from .torch_backend.chain_verify import chain_verify_torch
+
+    # Content checks ride on the values the torch pass computes: one host sync, at the end.
+    checks = RowChecks() if validate else None
+    tokens, accepted = chain_verify_torch(
+        *arguments, temperatures.contiguous(), **options, checks=checks
     )
+    if checks is not None:
+        checks.raise_if_any()
     return ChainResult(tokens, accepted)

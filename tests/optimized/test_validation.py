@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from optimized_support import DEVICE
-from specproof.optimized import InvalidInputError, chain_verify
+from optimized_support import DEVICE, as_fractions, backends, emitted, reference_chain
+from specproof.optimized import InvalidInputError, chain_verify, sample_draft_tokens, tree_verify
+from specproof.optimized.compat import chain_speculative_sampling, rejection_sample
+from specproof.optimized.decoder import BatchedDecoder
+from specproof.optimized.schedulers import FixedGamma
 
 
 def good() -> dict:
@@ -114,3 +117,343 @@ def test_validation_can_be_switched_off() -> None:
         target=torch.tensor([[[0.25, 0.25, 0.4], [0.5, 0.5, 0.0]]], device=DEVICE), validate=False
     )
     assert result.tokens.shape == (1, 2)
+
+
+# Regression tests of issue 12: each input below once gave a wrong answer, or an unclear error.
+
+TARGET_ROWS = [[64, 64, 128, 0], [32, 96, 64, 64], [0, 0, 256, 0], [128, 0, 0, 128]]
+DRAFT_ROWS = [[128, 64, 64, 0], [64, 64, 64, 64], [0, 128, 64, 64]]
+DRAFTED = [[0, 1, 1], [2, 3, 3], [1, 0, 2], [0, 2, 1]]  # each with positive draft mass
+
+
+def dyadic_batch(batch: int) -> tuple[torch.Tensor, torch.Tensor, list[list[int]]]:
+    """[B, 4, 4] target and [B, 3, 4] draft rows (multiples of 1/256), B requests of drafts."""
+    target = torch.tensor([TARGET_ROWS] * batch, dtype=torch.float32, device=DEVICE) / 256
+    draft = torch.tensor([DRAFT_ROWS] * batch, dtype=torch.float32, device=DEVICE) / 256
+    drafted = DRAFTED[:batch]
+    return target, draft, drafted
+
+
+def reference_tokens(drafted: list[list[int]], seed: int, lengths: list[int]) -> list[tuple]:
+    return [
+        reference_chain(
+            [as_fractions(p) for p in TARGET_ROWS],
+            [as_fractions(q) for q in DRAFT_ROWS[: lengths[r]]],
+            drafted[r][: lengths[r]],
+            seed=seed,
+            round=0,
+            request=r,
+        )
+        for r in range(len(drafted))
+    ]
+
+
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("layout", ["transposed", "strided", "expanded-row"])
+def test_noncontiguous_draft_tokens(backend: str, layout: str) -> None:
+    target, draft, drafted = dyadic_batch(4)
+    contiguous = torch.tensor(drafted, device=DEVICE)
+    if layout == "transposed":
+        tokens = contiguous.t().contiguous().t()
+    elif layout == "strided":
+        wide = torch.zeros(4, 6, dtype=torch.int64, device=DEVICE)
+        wide[:, ::2] = contiguous
+        tokens = wide[:, ::2]
+    else:  # every request drafts the same row: stride 0 along the batch
+        drafted = [drafted[0]] * 4
+        tokens = contiguous[:1].expand(4, 3)
+    assert not tokens.is_contiguous()
+    for seed in range(6):
+        result = chain_verify(target, draft, tokens, seed=seed, backend=backend)
+        assert emitted(result.tokens) == reference_tokens(drafted, seed, [3] * 4)
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_noncontiguous_rows_and_metadata(backend: str) -> None:
+    target, draft, drafted = dyadic_batch(3)
+    target_t = target.transpose(1, 2).contiguous().transpose(1, 2)  # vocabulary stride != 1
+    draft_wide = torch.zeros(3, 3, 8, device=DEVICE)
+    draft_wide[..., ::2] = draft
+    lengths = torch.tensor([3, 0, 2, 1, 3, 2], device=DEVICE)[::2]  # [3, 2, 3]
+    requests = torch.tensor([5, 0, 1, 0, 2, 0], device=DEVICE)[::2]  # [5, 1, 2]
+    for seed in range(4):
+        result = chain_verify(
+            target_t,
+            draft_wide[..., ::2],
+            torch.tensor(drafted, device=DEVICE),
+            seed=seed,
+            num_draft_tokens=lengths,
+            request_ids=requests,
+            backend=backend,
+        )
+        want = [
+            reference_chain(
+                [as_fractions(p) for p in TARGET_ROWS],
+                [as_fractions(q) for q in DRAFT_ROWS[:length]],
+                drafted[r][:length],
+                seed=seed,
+                round=0,
+                request=request,
+            )
+            for r, (length, request) in enumerate(zip([3, 2, 3], [5, 1, 2], strict=True))
+        ]
+        assert emitted(result.tokens) == want
+
+
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize(("peak", "temperature"), [(3e38, 0.5), (3e38, 1e-39), (2.0, 1e-39)])
+def test_logits_overflowing_after_temperature(
+    backend: str, peak: float, temperature: float
+) -> None:
+    """(x - max) / T never overflows into a row with no token: the limit is one-hot at the
+    largest logit (here token 2 of every row), so every one-hot draft is accepted."""
+    logits = torch.tensor([[[-1e30, 0.0, peak, 1.0]] * 3], device=DEVICE)
+    draft = torch.tensor([[[0.0, 0.0, peak, -5.0]] * 2], device=DEVICE)
+    tokens = torch.tensor([[2, 2]], device=DEVICE)
+    for draft_rows in (None, draft):
+        result = chain_verify(
+            logits,
+            draft_rows,
+            tokens,
+            seed=3,
+            target_is_logits=True,
+            draft_is_logits=draft_rows is not None,
+            temperature=temperature,
+            backend=backend,
+        )
+        assert result.tokens.tolist() == [[2, 2, 2]]
+        assert result.num_accepted.tolist() == [2]
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_tiny_temperature_splits_exact_ties_evenly(backend: str) -> None:
+    """At T = 1e-39 a row with two equal largest logits is (1/2, 1/2) on them, exactly."""
+    logits = torch.tensor([[[5.0, -3.0, 5.0, 4.0]]], device=DEVICE).expand(8, 1, 4)
+    half = as_fractions([128, 0, 128, 0])
+    for seed in range(3):
+        result = chain_verify(
+            logits,
+            None,
+            torch.zeros(8, 0, dtype=torch.int64, device=DEVICE),
+            seed=seed,
+            target_is_logits=True,
+            temperature=1e-39,
+            backend=backend,
+        )
+        want = [reference_chain([half], [], [], seed=seed, round=0, request=r) for r in range(8)]
+        assert emitted(result.tokens) == want
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_mixed_dtypes_are_read_as_float32(backend: str) -> None:
+    """A float32 target with a bfloat16 draft is allowed (rows are read as float32): on dyadic
+    rows, which bfloat16 holds exactly, the tokens are the reference's."""
+    target, draft, drafted = dyadic_batch(3)
+    for seed in range(4):
+        result = chain_verify(
+            target,
+            draft.to(torch.bfloat16),
+            torch.tensor(drafted, device=DEVICE),
+            seed=seed,
+            backend=backend,
+        )
+        assert emitted(result.tokens) == reference_tokens(drafted, seed, [3] * 3)
+
+
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"num_draft_tokens": 1.7}, "num_draft_tokens must be integer"),
+        ({"num_draft_tokens": torch.tensor([1.0])}, "num_draft_tokens must be an int32"),
+        ({"num_draft_tokens": [1, 2]}, r"num_draft_tokens must have shape \(1,\)"),
+        ({"seed": 1.0}, "seed must be an integer"),
+        ({"seed": True}, "seed must be an integer"),
+        ({"seed": 2**64}, r"seed must be an integer in \[0, 2\^64\)"),
+        ({"offset": -1}, "offset"),
+        ({"round": 0.5}, "round must be an integer"),
+        ({"request_ids": torch.tensor([2**32])}, "request_ids must lie"),
+        ({"request_ids": torch.tensor([1, 2])}, r"request_ids must have shape \(1,\)"),
+        ({"temperature": torch.ones(2)}, r"temperature must have shape \(1,\)"),
+        ({"temperature": float("nan")}, "temperature must be finite"),
+    ],
+)
+def test_chain_arguments_refused(backend: str, changes: dict, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        run(backend=backend, **changes)
+
+
+def test_chain_arguments_accept_numpy_integers_and_lists() -> None:
+    import numpy as np
+
+    plain = run(seed=7, round=2, num_draft_tokens=torch.tensor([1], device=DEVICE))
+    numpy = run(seed=np.uint64(7), round=np.int32(2), num_draft_tokens=[np.int64(1)])
+    assert torch.equal(plain.tokens, numpy.tokens)
+
+
+def test_duplicate_request_ids_are_refused() -> None:
+    """Two requests with one id would draw the same uniforms: refused, never silently shared."""
+    target, draft, drafted = dyadic_batch(2)
+    with pytest.raises(InvalidInputError, match="distinct"):
+        chain_verify(
+            target,
+            draft,
+            torch.tensor(drafted, device=DEVICE),
+            seed=0,
+            request_ids=torch.tensor([4, 4], device=DEVICE),
+        )
+
+
+def tree_args(**changes: object) -> dict:
+    """A root with children (tokens 0, 1) and a grandchild under node 1: B = 2 requests."""
+    links = {
+        "target": torch.full((2, 4, 3), 1 / 4, device=DEVICE).index_fill_(
+            2, torch.tensor([2], device=DEVICE), 0.5
+        ),
+        "candidates": torch.tensor([[0, 0, 1, 2]] * 2, device=DEVICE),
+        "first_child": torch.tensor([[1, -1, 3, -1]] * 2, device=DEVICE),
+        "next_sibling": torch.tensor([[-1, 2, -1, -1]] * 2, device=DEVICE),
+        "seed": 0,
+    }
+    return {**links, **changes}
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_tree_duplicate_sibling_tokens(backend: str) -> None:
+    candidates = torch.tensor([[0, 1, 1, 2]] * 2, device=DEVICE)  # nodes 1, 2 both token 1
+    with pytest.raises(InvalidInputError, match="distinct tokens"):
+        tree_verify(**tree_args(candidates=candidates), backend=backend)
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_tree_node_both_sibling_and_child(backend: str) -> None:
+    first_child = torch.tensor([[1, 2, -1, -1]] * 2, device=DEVICE)  # node 2: child of 1 too
+    with pytest.raises(InvalidInputError, match="each node reached once"):
+        tree_verify(**tree_args(first_child=first_child), backend=backend)
+
+
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"seed": -1}, "seed"),
+        ({"seed": 2**64}, "seed"),
+        ({"seed": 0.5}, "seed must be an integer"),
+        ({"round": 2**32}, "round"),
+        ({"offset": -1}, "offset"),
+        ({"request_ids": torch.tensor([0, -1])}, "request_ids must lie"),
+        ({"request_ids": torch.tensor([0, 2**32])}, "request_ids must lie"),
+        ({"request_ids": torch.tensor([3, 3])}, "distinct"),
+        ({"request_ids": torch.tensor([0])}, r"request_ids must have shape \(2,\)"),
+        ({"temperature": torch.ones(1)}, r"temperature must have shape \(2,\)"),
+        ({"temperature": True}, "temperature must be real"),
+    ],
+)
+def test_tree_arguments_refused(backend: str, changes: dict, message: str) -> None:
+    changes = {k: v.to(DEVICE) if isinstance(v, torch.Tensor) else v for k, v in changes.items()}
+    with pytest.raises(InvalidInputError, match=message):
+        tree_verify(**tree_args(**changes), backend=backend)
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_tree_accepts_its_valid_layout_and_numpy_seeds(backend: str) -> None:
+    import numpy as np
+
+    plain = tree_verify(**tree_args(seed=5, round=1), backend=backend)
+    numpy = tree_verify(**tree_args(seed=np.int64(5), round=np.uint32(1)), backend=backend)
+    assert torch.equal(plain.tokens, numpy.tokens)
+
+
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"seed": -1}, "seed"),
+        ({"seed": 2**64}, "seed"),
+        ({"round": 2**32}, "round"),
+        ({"offset": 2**32}, "offset"),
+        ({"index": 1.5}, "index must be an integer"),
+        ({"request_ids": torch.tensor([-1, 0])}, "request_ids must lie"),
+        ({"request_ids": torch.tensor([1, 1])}, "distinct"),
+        ({"request_ids": torch.tensor([1])}, r"request_ids must have shape \(2,\)"),
+    ],
+)
+def test_sample_draft_tokens_arguments_refused(backend: str, changes: dict, message: str) -> None:
+    changes = {k: v.to(DEVICE) if isinstance(v, torch.Tensor) else v for k, v in changes.items()}
+    args = {"seed": 0, "index": 1, **changes}
+    with pytest.raises(InvalidInputError, match=message):
+        sample_draft_tokens(torch.full((2, 4), 0.25, device=DEVICE), backend=backend, **args)
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_sample_draft_tokens_with_overflowing_logits(backend: str) -> None:
+    scores = torch.tensor([[3e38, 0.0, -3e38], [1.0, 2.0, 0.0]], device=DEVICE)
+    for temperature in (0.5, 1e-39):
+        tokens = sample_draft_tokens(
+            scores, seed=1, index=1, is_logits=True, temperature=temperature, backend=backend
+        )
+        assert tokens.tolist() == [0, 1]
+
+
+def vllm_args(**changes: object) -> dict:
+    """Two requests drafting 2 and 1 tokens over V = 4, probabilities in multiples of 1/4."""
+    target = torch.tensor([[0.25, 0.25, 0.5, 0.0]] * 3, device=DEVICE)
+    return {
+        "draft_token_ids": torch.tensor([0, 1, 2], device=DEVICE),
+        "num_draft_tokens": [2, 1],
+        "max_spec_len": 2,
+        "cu_num_draft_tokens": torch.tensor([2, 3], device=DEVICE),
+        "draft_probs": torch.full((3, 4), 0.25, device=DEVICE),
+        "target_probs": target,
+        "bonus_token_ids": torch.tensor([[3], [1]], device=DEVICE),
+        "sampling_metadata": None,
+        "seed": 0,
+        **changes,
+    }
+
+
+def test_vllm_cu_num_draft_tokens_beyond_the_rows() -> None:
+    with pytest.raises(InvalidInputError, match="cu_num_draft_tokens"):
+        rejection_sample(
+            **vllm_args(num_draft_tokens=[2, 2], cu_num_draft_tokens=torch.tensor([2, 4]))
+        )
+
+
+def test_vllm_bonus_token_ids_outside_the_vocabulary() -> None:
+    for bad in (4, -2):
+        with pytest.raises(InvalidInputError, match="bonus_token_ids"):
+            rejection_sample(**vllm_args(bonus_token_ids=torch.tensor([[bad], [1]])))
+
+
+def test_vllm_num_draft_tokens_must_be_integers() -> None:
+    with pytest.raises(InvalidInputError, match="num_draft_tokens"):
+        rejection_sample(**vllm_args(num_draft_tokens=[2.0, 1]))
+
+
+def test_flashinfer_counters_of_the_wrong_shape() -> None:
+    target, draft, drafted = dyadic_batch(2)
+    with pytest.raises(InvalidInputError, match="maybe_output_accepted_token_num"):
+        chain_speculative_sampling(
+            draft,
+            torch.tensor(drafted, device=DEVICE),
+            target,
+            maybe_output_accepted_token_num=torch.zeros(3, dtype=torch.int32, device=DEVICE),
+            seed=0,
+        )
+
+
+def test_decoder_target_returning_gamma_rows() -> None:
+    """The target must return gamma + 1 rows; gamma rows are refused naming the target."""
+
+    def short_target(tokens: torch.Tensor, lengths: torch.Tensor, positions: int) -> torch.Tensor:
+        return torch.full((tokens.shape[0], positions - 1, 2), 0.5, device=tokens.device)
+
+    def drafter(tokens: torch.Tensor, lengths: torch.Tensor, done: int):
+        batch = tokens.shape[0]
+        return torch.full((batch, 2), 0.5, device=tokens.device), torch.ones(batch)
+
+    decoder = BatchedDecoder(short_target, drafter, FixedGamma(), gamma=2, backend="torch")
+    with pytest.raises(InvalidInputError, match=r"target .*3 rows"):
+        decoder.generate([[0]], 2, seed=0, device=DEVICE)
+    with pytest.raises(InvalidInputError, match="seed"):
+        decoder.generate([[0]], 2, seed=-1, device=DEVICE)
