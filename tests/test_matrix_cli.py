@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +71,12 @@ def test_unknown_command_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["nonsense"])
     assert exit_info.value.code == 2
+
+
+def test_readme_shows_what_the_command_prints(matrix_run: tuple[str, dict]) -> None:
+    """The README's matrix excerpt is the command's real output (its timing line aside)."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    excerpt = readme.split("$ specproof matrix --quiet\n", 1)[1].split("```", 1)[0]
+    printed = matrix_run[0].rstrip("\n").split("\n")
+    assert printed[-1].startswith("computed exactly in")
+    assert excerpt.rstrip("\n") == "\n".join(printed[:-1]).rstrip("\n")
