@@ -35,6 +35,7 @@ def _chain_verify_kernel(
     draft_stride_b,
     draft_stride_k,
     tokens_stride_b,
+    tokens_stride_k,
     out_stride_b,
     seed,
     round,
@@ -48,30 +49,33 @@ def _chain_verify_kernel(
     request = tl.load(requests_ptr + b).to(tl.int64)
     temperature = tl.load(temperature_ptr + b).to(tl.float32)
     greedy = temperature == 0.0
-    inv_temperature = tl.where(greedy, 1.0, 1.0 / tl.where(greedy, 1.0, temperature))
+    temperature = tl.where(greedy, 1.0, temperature)  # greedy rows never scale logits
     target_row0 = target_ptr + b * target_stride_b
     draft_row0 = draft_ptr + b * draft_stride_b
 
     k = tl.full((), 0, tl.int32)
     rejected = tl.full((), 0, tl.int32)
+    max_p = tl.full((), 0.0, tl.float32)
     lse_p = tl.full((), 0.0, tl.float32)
+    max_q = tl.full((), 0.0, tl.float32)
     lse_q = tl.full((), 0.0, tl.float32)
     while (k < length) & (rejected == 0):
-        token = tl.load(tokens_ptr + b * tokens_stride_b + k).to(tl.int64)
+        token_at = tokens_ptr + b * tokens_stride_b + k.to(tl.int64) * tokens_stride_k
+        token = tl.load(token_at).to(tl.int64)
         p_row = target_row0 + k.to(tl.int64) * target_stride_k
         q_row = draft_row0 + k.to(tl.int64) * draft_stride_k
         if greedy:
             keep = token == row_argmax(p_row, V, BLOCK)
         else:
             if TARGET_LOGITS:
-                lse_p = row_lse(p_row, V, inv_temperature, BLOCK)
+                max_p, lse_p = row_lse(p_row, V, temperature, BLOCK)
             if Q_MODE == 1:
-                lse_q = row_lse(q_row, V, inv_temperature, BLOCK)
-            p_x = load_prob(p_row, token, TARGET_LOGITS, inv_temperature, lse_p)
+                max_q, lse_q = row_lse(q_row, V, temperature, BLOCK)
+            p_x = load_prob(p_row, token, TARGET_LOGITS, temperature, max_p, lse_p)
             if Q_MODE == 2:
                 q_x = tl.full((), 1.0, tl.float32)
             else:
-                q_x = load_prob(q_row, token, Q_MODE == 1, inv_temperature, lse_q)
+                q_x = load_prob(q_row, token, Q_MODE == 1, temperature, max_q, lse_q)
             u = address_uniform(seed, ACCEPT, k + 1, request, round, offset)
             # u * q < p in float64 is exact for float32 operands: the test is u < p / q.
             keep = u.to(tl.float64) * q_x.to(tl.float64) < p_x.to(tl.float64)
@@ -82,16 +86,16 @@ def _chain_verify_kernel(
             rejected = 1
 
     p_row = target_row0 + k.to(tl.int64) * target_stride_k
-    q_row = draft_row0 + tl.minimum(k, tl.maximum(length - 1, 0)).to(tl.int64) * draft_stride_k
+    last = tl.minimum(k, tl.maximum(length - 1, 0)).to(tl.int64)
+    q_row = draft_row0 + last * draft_stride_k
     if greedy:
         final = row_argmax(p_row, V, BLOCK)
     else:
-        token = tl.load(tokens_ptr + b * tokens_stride_b + tl.minimum(k, tl.maximum(length - 1, 0)))
-        token = token.to(tl.int64)
+        token = tl.load(tokens_ptr + b * tokens_stride_b + last * tokens_stride_k).to(tl.int64)
         # Separate ifs: a compile-time test, then a runtime one (Triton has no tensor `and`).
         if TARGET_LOGITS:  # noqa: SIM102
             if rejected == 0:  # the bonus row has not been read yet
-                lse_p = row_lse(p_row, V, inv_temperature, BLOCK)
+                max_p, lse_p = row_lse(p_row, V, temperature, BLOCK)
         phase = tl.where(rejected != 0, RESIDUAL, BONUS)
         u = address_uniform(seed, phase, k + 1, request, round, offset)
         use_q = rejected
@@ -103,8 +107,10 @@ def _chain_verify_kernel(
             TARGET_LOGITS,
             Q_MODE,
             use_q,
-            inv_temperature,
+            temperature,
+            max_p,
             lse_p,
+            max_q,
             lse_q,
             BLOCK,
         )
@@ -119,8 +125,10 @@ def _chain_verify_kernel(
                 TARGET_LOGITS,
                 Q_MODE,
                 use_q,
-                inv_temperature,
+                temperature,
+                max_p,
                 lse_p,
+                max_q,
                 lse_q,
                 BLOCK,
             )
@@ -132,8 +140,10 @@ def _chain_verify_kernel(
             TARGET_LOGITS,
             Q_MODE,
             use_q,
-            inv_temperature,
+            temperature,
+            max_p,
             lse_p,
+            max_q,
             lse_q,
             u,
             total,
@@ -195,6 +205,7 @@ def chain_verify_triton(
         draft_arg.stride(0),
         draft_arg.stride(1),
         tokens.stride(0),
+        tokens.stride(1),
         out.stride(0),
         seed,
         round,

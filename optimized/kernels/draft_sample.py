@@ -38,18 +38,35 @@ def _draft_sample_kernel(
     request = tl.load(requests_ptr + b).to(tl.int64)
     temperature = tl.load(temperature_ptr + b).to(tl.float32)
     greedy = temperature == 0.0
-    inv_temperature = tl.where(greedy, 1.0, 1.0 / tl.where(greedy, 1.0, temperature))
+    temperature = tl.where(greedy, 1.0, temperature)  # greedy rows never scale logits
     if greedy:
         token = row_argmax(row, V, BLOCK)
     else:
+        row_max = tl.full((), 0.0, tl.float32)
         lse = tl.full((), 0.0, tl.float32)
         if IS_LOGITS:
-            lse = row_lse(row, V, inv_temperature, BLOCK)
+            row_max, lse = row_lse(row, V, temperature, BLOCK)
         u = address_uniform(seed, DRAFT, index, request, round, offset)
         no_q = tl.full((), 0, tl.int32)
-        total = residual_total(row, row, V, 0, IS_LOGITS, 0, no_q, inv_temperature, lse, lse, BLOCK)
+        total = residual_total(
+            row, row, V, 0, IS_LOGITS, 0, no_q, temperature, row_max, lse, row_max, lse, BLOCK
+        )
         token = residual_search(
-            row, row, V, 0, IS_LOGITS, 0, no_q, inv_temperature, lse, lse, u, total, BLOCK
+            row,
+            row,
+            V,
+            0,
+            IS_LOGITS,
+            0,
+            no_q,
+            temperature,
+            row_max,
+            lse,
+            row_max,
+            lse,
+            u,
+            total,
+            BLOCK,
         )
     tl.store(out_ptr + b, token)
 

@@ -2,8 +2,14 @@
 """Device helpers shared by the kernels: vocabulary-tiled passes over one row.
 
 A row is either probabilities or logits. Logits are read as probabilities through the row's
-log-sum-exp at a temperature: p_v = exp(l_v / T - lse), so a probability row is never stored.
-Row pointers are 64-bit (the caller forms them from int64 indices).
+largest logit m and the log-sum-exp at a temperature: p_v = exp(z_v - lse) with
+z_v = (l_v - m) / T, so a probability row is never stored. Dividing the difference (never
+multiplying by 1 / T) keeps z_v <= 0 with z = 0 at the largest logit, so no T > 0 and no
+finite logit can overflow into a row with no token: as T -> 0 the row tends to one-hot at its
+largest logit, exact ties split evenly. A T below the smallest normal float32 is scaled up by
+2^64 together with the difference, so a device that flushes subnormals gives the same z.
+Row pointers are 64-bit (the caller forms them from int64 indices); rows are contiguous in
+the vocabulary (the entry points copy any other layout).
 """
 
 from __future__ import annotations
@@ -13,41 +19,49 @@ import triton.language as tl
 
 
 @triton.jit
-def load_probs(row_ptr, cols, live, IS_LOGITS: tl.constexpr, inv_temperature, lse):
+def scale_logits(logits, row_max, temperature):
+    """z = (l - m) / T; subnormal T scaled by 2^64 with the difference (see the module)."""
+    factor = tl.where(temperature < 1.1754944e-38, 18446744073709551616.0, 1.0)
+    return ((logits - row_max) * factor) / (temperature * factor)
+
+
+@triton.jit
+def load_probs(row_ptr, cols, live, IS_LOGITS: tl.constexpr, temperature, row_max, lse):
     """Probabilities of the tokens ``cols`` of a row (0 where not ``live``)."""
     if IS_LOGITS:
         logits = tl.load(row_ptr + cols, mask=live, other=float("-inf")).to(tl.float32)
-        probs = tl.exp(logits * inv_temperature - lse)
+        probs = tl.exp(scale_logits(logits, row_max, temperature) - lse)
     else:
         probs = tl.load(row_ptr + cols, mask=live, other=0.0).to(tl.float32)
     return tl.where(live, probs, 0.0)
 
 
 @triton.jit
-def load_prob(row_ptr, token, IS_LOGITS: tl.constexpr, inv_temperature, lse):
+def load_prob(row_ptr, token, IS_LOGITS: tl.constexpr, temperature, row_max, lse):
     """The probability of one token of a row."""
     value = tl.load(row_ptr + token).to(tl.float32)
     if IS_LOGITS:
-        value = tl.exp(value * inv_temperature - lse)
+        value = tl.exp(scale_logits(value, row_max, temperature) - lse)
     return value
 
 
 @triton.jit
-def row_lse(row_ptr, V, inv_temperature, BLOCK: tl.constexpr):
-    """log-sum-exp of logits / T over a row, online over vocabulary tiles."""
+def row_lse(row_ptr, V, temperature, BLOCK: tl.constexpr):
+    """(m, lse): the largest logit of a row and the log-sum-exp of (l - m) / T, online over
+    vocabulary tiles. A tile of -inf only (masked tokens) contributes nothing."""
     running_max = tl.full((), float("-inf"), tl.float32)
     running_sum = tl.full((), 0.0, tl.float32)
     for start in range(0, V, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         live = cols < V
-        z = tl.load(row_ptr + cols, mask=live, other=float("-inf")).to(tl.float32)
-        z = z * inv_temperature
-        new_max = tl.maximum(running_max, tl.max(z, axis=0))
-        running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(
-            tl.exp(z - new_max), axis=0
+        logits = tl.load(row_ptr + cols, mask=live, other=float("-inf")).to(tl.float32)
+        new_max = tl.maximum(running_max, tl.max(logits, axis=0))
+        shift = tl.where(new_max == float("-inf"), 0.0, new_max)  # no -inf - -inf
+        running_sum = running_sum * tl.exp(scale_logits(running_max, shift, temperature)) + tl.sum(
+            tl.exp(scale_logits(logits, shift, temperature)), axis=0
         )
         running_max = new_max
-    return running_max + tl.log(running_sum)
+    return running_max, tl.log(running_sum)
 
 
 @triton.jit
@@ -77,18 +91,20 @@ def residual_tile(
     P_LOGITS: tl.constexpr,
     Q_MODE: tl.constexpr,
     use_q,
-    inv_temperature,
+    temperature,
+    max_p,
     lse_p,
+    max_q,
     lse_q,
 ):
     """max(0, p - use_q * q) on a tile. Q_MODE: 0 dense probabilities, 1 dense logits,
     2 one-hot at ``token`` (a deterministic draft)."""
-    mass = load_probs(p_row, cols, live, P_LOGITS, inv_temperature, lse_p)
+    mass = load_probs(p_row, cols, live, P_LOGITS, temperature, max_p, lse_p)
     if use_q != 0:
         if Q_MODE == 2:
             mass = tl.maximum(mass - tl.where(cols == token, 1.0, 0.0), 0.0)
         else:
-            q = load_probs(q_row, cols, live, Q_MODE == 1, inv_temperature, lse_q)
+            q = load_probs(q_row, cols, live, Q_MODE == 1, temperature, max_q, lse_q)
             mass = tl.maximum(mass - q, 0.0)
     return mass
 
@@ -102,8 +118,10 @@ def residual_total(
     P_LOGITS: tl.constexpr,
     Q_MODE: tl.constexpr,
     use_q,
-    inv_temperature,
+    temperature,
+    max_p,
     lse_p,
+    max_q,
     lse_q,
     BLOCK: tl.constexpr,
 ):
@@ -121,8 +139,10 @@ def residual_total(
             P_LOGITS,
             Q_MODE,
             use_q,
-            inv_temperature,
+            temperature,
+            max_p,
             lse_p,
+            max_q,
             lse_q,
         )
         total += tl.sum(mass, axis=0)
@@ -151,8 +171,10 @@ def residual_search(
     P_LOGITS: tl.constexpr,
     Q_MODE: tl.constexpr,
     use_q,
-    inv_temperature,
+    temperature,
+    max_p,
     lse_p,
+    max_q,
     lse_q,
     u,
     total,
@@ -178,8 +200,10 @@ def residual_search(
             P_LOGITS,
             Q_MODE,
             use_q,
-            inv_temperature,
+            temperature,
+            max_p,
             lse_p,
+            max_q,
             lse_q,
         )
         cumulative = tl.cumsum(mass, axis=0) + carry

@@ -56,25 +56,27 @@ def _tree_verify_kernel(
 ):
     b = tl.program_id(0).to(tl.int64)
     request = tl.load(requests_ptr + b).to(tl.int64)
-    inv_temperature = 1.0 / tl.load(temperature_ptr + b).to(tl.float32)
+    temperature = tl.load(temperature_ptr + b).to(tl.float32)
     candidates_row = candidates_ptr + b * tree_stride_b
     children_row = first_child_ptr + b * tree_stride_b
     siblings_row = next_sibling_ptr + b * tree_stride_b
     node = tl.full((), 0, tl.int64)
     depth = tl.full((), 1, tl.int32)
+    row_max = tl.full((), 0.0, tl.float32)
     lse = tl.full((), 0.0, tl.float32)
     done = tl.full((), 0, tl.int32)
     while done == 0:
         p_row = target_ptr + b * target_stride_b + node * target_stride_n
         if IS_LOGITS:
-            lse = row_lse(p_row, V, inv_temperature, BLOCK)
+            row_max, lse = row_lse(p_row, V, temperature, BLOCK)
         u = address_uniform(seed, ACCEPT, depth, request, round, offset).to(tl.float64)
         child = tl.load(children_row + node).to(tl.int64)
         chosen = tl.full((), -1, tl.int64)
         cumulative = tl.full((), 0.0, tl.float64)
         while (child >= 0) & (chosen < 0):
             token = tl.load(candidates_row + child)
-            cumulative += load_prob(p_row, token, IS_LOGITS, inv_temperature, lse).to(tl.float64)
+            p = load_prob(p_row, token, IS_LOGITS, temperature, row_max, lse)
+            cumulative += p.to(tl.float64)
             if u < cumulative:
                 chosen = child
             else:
@@ -94,7 +96,7 @@ def _tree_verify_kernel(
     total = tl.full((), 0.0, tl.float32)
     for start in range(0, V, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        mass = load_probs(p_row, cols, cols < V, IS_LOGITS, inv_temperature, lse)
+        mass = load_probs(p_row, cols, cols < V, IS_LOGITS, temperature, row_max, lse)
         mass = _without_children(mass, cols, first, candidates_row, siblings_row)
         total += tl.sum(mass, axis=0)
     threshold = threshold_below(u, total)
@@ -105,7 +107,7 @@ def _tree_verify_kernel(
     while (start < V) & (found < 0):
         cols = start + tl.arange(0, BLOCK)
         live = cols < V
-        mass = load_probs(p_row, cols, live, IS_LOGITS, inv_temperature, lse)
+        mass = load_probs(p_row, cols, live, IS_LOGITS, temperature, row_max, lse)
         mass = _without_children(mass, cols, first, candidates_row, siblings_row)
         cumulative32 = tl.cumsum(mass, axis=0) + carry
         hit = live & (mass > 0.0) & (cumulative32 > threshold)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from ..philox import ACCEPT, BONUS, RESIDUAL, address_uniforms
-from .rows import inverse_cdf, row_lse, row_probs
+from .logits import logit_probs
+from .rows import inverse_cdf
 
 
 def tree_verify_torch(
@@ -29,7 +30,6 @@ def tree_verify_torch(
         t.to(torch.int64) for t in (candidates, first_child, next_sibling)
     )
     requests = requests.to(torch.int64)
-    inv_temperature = (1.0 / temperature).to(torch.float32)
     out = torch.full((batch, nodes), -1, dtype=torch.int64, device=device)
     path = torch.full((batch, nodes), -1, dtype=torch.int64, device=device)
     everyone = torch.arange(batch, device=device)
@@ -38,7 +38,7 @@ def tree_verify_torch(
     alive = torch.ones(batch, dtype=torch.bool, device=device)
     for _ in range(nodes):
         rows = target[everyone, node]
-        lse = row_lse(rows, inv_temperature) if is_logits else inv_temperature * 0
+        probs = logit_probs(rows, temperature) if is_logits else rows.to(torch.float32)
         u = address_uniforms(seed, ACCEPT, depth, requests, round, offset).double()
         child = first_child[everyone, node]
         chosen = torch.full_like(child, -1)
@@ -47,7 +47,7 @@ def tree_verify_torch(
             trying = alive & (child >= 0) & (chosen < 0)
             safe = child.clamp(min=0)
             token = candidates[everyone, safe]
-            p = row_probs(rows.gather(1, token[:, None]), is_logits, inv_temperature, lse)[:, 0]
+            p = probs.gather(1, token[:, None])[:, 0]
             cumulative = torch.where(trying, cumulative + p.double(), cumulative)
             hit = trying & (u < cumulative)
             chosen = torch.where(hit, child, chosen)
@@ -61,8 +61,7 @@ def tree_verify_torch(
         depth = torch.where(advanced, depth + 1, depth)
         alive = advanced
     rows = target[everyone, node]
-    lse = row_lse(rows, inv_temperature) if is_logits else inv_temperature * 0
-    mass = row_probs(rows, is_logits, inv_temperature, lse).clone()
+    mass = logit_probs(rows, temperature) if is_logits else rows.to(torch.float32).clone()
     first = first_child[everyone, node]
     child = first
     for _ in range(nodes):
