@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 
-from .validation import InvalidInputError, check_int
+from .arguments import as_integer
+from .validation import InvalidInputError, check_float, check_int, check_same_device
 from .verify import chain_verify
 
 PLACEHOLDER_TOKEN_ID = -1
@@ -64,6 +65,12 @@ def chain_speculative_sampling(
     del deterministic
     seed = _fresh_seed(generator) if seed is None else seed
     offset = 0 if offset is None else offset
+    if isinstance(draft_token_ids, torch.Tensor) and draft_token_ids.dim() >= 1:
+        for name, counter in (
+            ("maybe_output_accepted_token_num", maybe_output_accepted_token_num),
+            ("maybe_output_emitted_draft_token_num", maybe_output_emitted_draft_token_num),
+        ):
+            check_counter(name, counter, draft_token_ids.shape[0], draft_token_ids.device)
     result = chain_verify(
         target_probs, draft_probs, draft_token_ids, seed=seed, offset=offset, validate=validate
     )
@@ -84,6 +91,20 @@ def chain_speculative_sampling(
     else:
         emitted_out = emitted.to(torch.int32)
     return result.tokens.to(torch.int32), accepted_out, emitted_out
+
+
+def check_counter(
+    name: str, counter: torch.Tensor | None, batch: int, device: torch.device
+) -> None:
+    """FlashInfer's in-place counters: None, or an integer [B] tensor on the inputs' device."""
+    if counter is None:
+        return
+    check_int(name, counter, 1)
+    if tuple(counter.shape) != (batch,) or counter.device != device:
+        raise InvalidInputError(
+            f"{name} must be an integer [{batch}] tensor on {device}, "
+            f"got shape {tuple(counter.shape)} on {counter.device}"
+        )
 
 
 def _independent_acceptances(
@@ -135,34 +156,18 @@ def rejection_sample(
     from torch's default generator), the ragged rows are gathered into a dense [B, n, V] copy,
     and the inputs are validated unless ``validate=False``.
     """
-    check_int("cu_num_draft_tokens", cu_num_draft_tokens, 1)
-    check_int("draft_token_ids", draft_token_ids, 1)
-    batch = cu_num_draft_tokens.shape[0]
+    lengths, vocab = check_ragged_inputs(
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_probs,
+        bonus_token_ids,
+        validate=validate,
+    )
+    batch = lengths.shape[0]
     device = target_probs.device
-    if len(num_draft_tokens) != batch:
-        raise InvalidInputError(
-            f"num_draft_tokens has {len(num_draft_tokens)} entries, cu_num_draft_tokens {batch}"
-        )
-    lengths = torch.tensor(num_draft_tokens, dtype=torch.int64, device=device)
-    if validate:
-        if not torch.equal(
-            lengths.cumsum(0), cu_num_draft_tokens.to(device=device, dtype=torch.int64)
-        ):
-            raise InvalidInputError(
-                "cu_num_draft_tokens is not the inclusive cumsum of num_draft_tokens"
-            )
-        if any(n > max_spec_len for n in num_draft_tokens):
-            raise InvalidInputError(f"a request drafts more than max_spec_len = {max_spec_len}")
-        if target_probs.dim() != 2 or target_probs.shape[0] != draft_token_ids.shape[0]:
-            raise InvalidInputError(
-                f"target_probs must be [{draft_token_ids.shape[0]}, V], "
-                f"got {tuple(target_probs.shape)}"
-            )
-        if tuple(bonus_token_ids.shape) != (batch, 1):
-            raise InvalidInputError(f"bonus_token_ids must be [{batch}, 1]")
-        if draft_probs is not None and draft_probs.shape != target_probs.shape:
-            raise InvalidInputError("draft_probs and target_probs must have the same shape")
-    vocab = target_probs.shape[-1]
     starts = cu_num_draft_tokens.to(device=device, dtype=torch.int64) - lengths
     positions = torch.arange(max_spec_len, device=device)
     rows = (starts[:, None] + positions[None, :]).clamp(max=max(target_probs.shape[0] - 1, 0))
@@ -200,6 +205,76 @@ def rejection_sample(
     everyone = torch.arange(batch, device=device)
     out[everyone[finished], lengths[finished]] = bonus_token_ids[finished, 0].to(torch.int64)
     return out.to(torch.int32)
+
+
+def check_ragged_inputs(
+    draft_token_ids: torch.Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor | None,
+    target_probs: torch.Tensor,
+    bonus_token_ids: torch.Tensor,
+    *,
+    validate: bool,
+) -> tuple[torch.Tensor, int]:
+    """vLLM's ragged layout: ([B] int64 lengths, V). Types, shapes and the lengths list are
+    checked always (host work only); with ``validate`` also cu_num_draft_tokens against the
+    lengths and the bonus token range (one device pass over [B] values)."""
+    check_float("target_probs", target_probs, 2)
+    check_int("draft_token_ids", draft_token_ids, 1)
+    check_int("cu_num_draft_tokens", cu_num_draft_tokens, 1)
+    check_int("bonus_token_ids", bonus_token_ids, 2)
+    total, vocab = target_probs.shape
+    batch = cu_num_draft_tokens.shape[0]
+    device = target_probs.device
+    spec = as_integer("max_spec_len", max_spec_len, 1 << 31)
+    if isinstance(num_draft_tokens, torch.Tensor):
+        num_draft_tokens = num_draft_tokens.tolist()
+    counts = [
+        as_integer(f"num_draft_tokens[{r}]", n, spec + 1) for r, n in enumerate(num_draft_tokens)
+    ]
+    if len(counts) != batch:
+        raise InvalidInputError(
+            f"num_draft_tokens has {len(counts)} entries, cu_num_draft_tokens {batch}"
+        )
+    if sum(counts) != total or draft_token_ids.shape[0] != total:
+        raise InvalidInputError(
+            f"num_draft_tokens sums to {sum(counts)} (cu_num_draft_tokens[-1] must equal it), "
+            f"but draft_token_ids has {draft_token_ids.shape[0]} and target_probs {total} rows"
+        )
+    if draft_probs is not None:
+        check_float("draft_probs", draft_probs, 2)
+        if draft_probs.shape != target_probs.shape:
+            raise InvalidInputError(
+                f"draft_probs must have the shape of target_probs {tuple(target_probs.shape)}, "
+                f"got {tuple(draft_probs.shape)}"
+            )
+    if tuple(bonus_token_ids.shape) != (batch, 1):
+        raise InvalidInputError(
+            f"bonus_token_ids must have shape ({batch}, 1), got {tuple(bonus_token_ids.shape)}"
+        )
+    check_same_device(
+        target_probs=target_probs,
+        draft_probs=draft_probs,
+        draft_token_ids=draft_token_ids,
+        cu_num_draft_tokens=cu_num_draft_tokens,
+        bonus_token_ids=bonus_token_ids,
+    )
+    lengths = torch.tensor(counts, dtype=torch.int64, device=device)
+    if validate:
+        if not torch.equal(lengths.cumsum(0), cu_num_draft_tokens.to(torch.int64)):
+            raise InvalidInputError(
+                f"cu_num_draft_tokens {cu_num_draft_tokens.tolist()[:8]} is not the inclusive "
+                f"cumsum of num_draft_tokens {counts[:8]}"
+            )
+        outside = (bonus_token_ids < 0) | (bonus_token_ids >= vocab)
+        if outside.any():
+            r = int(outside.nonzero()[0, 0])
+            raise InvalidInputError(
+                f"bonus_token_ids[{r}] = {int(bonus_token_ids[r, 0])} is outside 0..{vocab - 1}"
+            )
+    return lengths, vocab
 
 
 def _greedy_as_zero_temperature(metadata: Any, batch: int, device: torch.device) -> torch.Tensor:

@@ -20,11 +20,13 @@ emits what :func:`specproof.reference.sample` emits with ``PhiloxSource(seed, of
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
+from .arguments import as_integer, check_seed_words
 from .backend import Backend
 from .sampling import sample_draft_tokens
 from .schedulers import BatchedScheduler
@@ -33,6 +35,22 @@ from .verify import chain_verify
 
 TargetFn = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
 DrafterFn = Callable[[torch.Tensor, torch.Tensor, int], tuple[torch.Tensor, torch.Tensor]]
+
+
+def check_model_output(
+    name: str, value: object, shape: tuple[int | None, ...], detail: str = ""
+) -> None:
+    """A model's output must be a tensor of ``shape`` (None: any size, the vocabulary)."""
+    if not isinstance(value, torch.Tensor):
+        raise InvalidInputError(f"the {name} must be a torch.Tensor, got {type(value).__name__}")
+    matches = value.dim() == len(shape) and all(
+        size is None or size == got for size, got in zip(shape, value.shape, strict=True)
+    )
+    if not matches:
+        expected = ", ".join("V" if size is None else str(size) for size in shape)
+        raise InvalidInputError(
+            f"the {name} must return shape ({expected}){detail}, got {tuple(value.shape)}"
+        )
 
 
 @dataclass
@@ -66,8 +84,12 @@ class BatchedDecoder:
         """The first ``num_tokens`` tokens emitted for every prompt: int64 [R, num_tokens]."""
         if len(prompts) == 0:
             raise InvalidInputError("at least one prompt is needed")
-        if num_tokens < 0:
-            raise InvalidInputError(f"num_tokens must be >= 0, got {num_tokens}")
+        num_tokens = as_integer("num_tokens", num_tokens, 1 << 31)
+        seed, _, offset = check_seed_words(seed, 0, offset)
+        for r, prompt in enumerate(prompts):
+            bad = [t for t in prompt if isinstance(t, bool) or not isinstance(t, numbers.Integral)]
+            if bad:
+                raise InvalidInputError(f"prompt {r}: token ids must be integers, got {bad[:8]}")
         device = torch.device(device)
         requests = len(prompts)
         prompt_lengths = torch.tensor([len(p) for p in prompts], dtype=torch.int64, device=device)
@@ -128,6 +150,8 @@ class BatchedDecoder:
         drafted: list[torch.Tensor] = []
         for k in range(1, gamma + 1):
             scores, confidence = self.drafter(block, lengths, k - 1)
+            check_model_output("drafter scores", scores, (active, None))
+            check_model_output("drafter confidences", confidence, (active,))
             token = sample_draft_tokens(
                 scores,
                 seed=seed,
@@ -145,6 +169,9 @@ class BatchedDecoder:
             confidences.append(confidence.to(torch.float64))
             drafted.append(token)
         vocab_rows = self.target(block, lengths + gamma, gamma + 1)
+        check_model_output(
+            "target", vocab_rows, (active, gamma + 1, None), f" (gamma + 1 = {gamma + 1} rows)"
+        )
         if gamma:
             draft = torch.stack(draft_rows, dim=1)
             draft_tokens = torch.stack(drafted, dim=1)

@@ -64,7 +64,7 @@ def test_vllm_ragged_matches_reference(with_draft: bool, data_seed: int) -> None
     lengths = [3, 0, 1, 2]
     vocab, max_spec_len, seed = 5, 3, 1000 + data_seed
     case = vllm_case(rng, lengths, vocab, with_draft)
-    bonus = torch.tensor([[10 + r] for r in range(len(lengths))], device=DEVICE)
+    bonus = torch.tensor([[1 + r] for r in range(len(lengths))], device=DEVICE)  # never 0
     out = rejection_sample(
         torch.tensor(case["tokens"], dtype=torch.int32, device=DEVICE),
         lengths,
@@ -96,7 +96,7 @@ def test_vllm_ragged_matches_reference(with_draft: bool, data_seed: int) -> None
             )
         )
         if len(want) == length + 1:
-            want[-1] = 10 + r
+            want[-1] = 1 + r
         got = [t for t in out[r].tolist() if t != -1]
         assert got == want
         assert out[r, len(want) :].eq(-1).all()
@@ -112,13 +112,13 @@ def test_vllm_greedy_rows() -> None:
         torch.tensor([2, 3], dtype=torch.int32, device=DEVICE),
         None,
         target,
-        torch.tensor([[7], [8]], device=DEVICE),
+        torch.tensor([[0], [1]], device=DEVICE),
         SimpleNamespace(
             all_greedy=False, all_random=False, temperature=torch.tensor([-1.0, 0.0], device=DEVICE)
         ),
         seed=0,
     )
-    assert out.tolist() == [[1, 0, -1], [1, 8, -1]]
+    assert out.tolist() == [[1, 0, -1], [1, 1, -1]]  # row 1 ends with its bonus token
 
 
 def test_vllm_rejects_inconsistent_cumsum() -> None:
