@@ -84,18 +84,22 @@ def chain_verify(
             draft_logits=draft_is_logits,
         )
     chosen = resolve_backend(backend, device)
-    arguments = (target, draft, draft_tokens, lengths.contiguous(), requests.contiguous())
-    options = {
-        "target_logits": target_is_logits,
-        "draft_logits": draft_is_logits,
-        "seed": seed,
-        "round": round,
-        "offset": offset,
-    }
     if chosen == "triton":
         from .kernels.chain_verify import chain_verify_triton
 
-        tokens, accepted = chain_verify_triton(*arguments, temperatures.contiguous(), **options)
+        tokens, accepted = chain_verify_triton(
+            target,
+            draft,
+            draft_tokens,
+            lengths.contiguous(),
+            requests.contiguous(),
+            temperatures.contiguous(),
+            target_logits=target_is_logits,
+            draft_logits=draft_is_logits,
+            seed=seed,
+            round=round,
+            offset=offset,
+        )
         if validate:
             check_rows_read(
                 target,
@@ -110,10 +114,21 @@ def chain_verify(
         return ChainResult(tokens, accepted)
     from .torch_backend.chain_verify import chain_verify_torch
 
-    # Content checks ride on the values the torch pass computes: one host sync, at the end.
+    # The content checks ride on values the torch pass computes: one host sync, at the end.
     checks = RowChecks() if validate else None
     tokens, accepted = chain_verify_torch(
-        *arguments, temperatures.contiguous(), **options, checks=checks
+        target,
+        draft,
+        draft_tokens,
+        lengths.contiguous(),
+        requests.contiguous(),
+        temperatures.contiguous(),
+        target_logits=target_is_logits,
+        draft_logits=draft_is_logits,
+        seed=seed,
+        round=round,
+        offset=offset,
+        checks=checks,
     )
     if checks is not None:
         checks.raise_if_any()

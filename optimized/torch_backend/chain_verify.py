@@ -1,16 +1,121 @@
-"""Chain verification in torch, with the semantics of the fused Triton kernel.
+"""Chain verification in torch, with the semantics and random stream of the fused Triton kernel.
 
-The loop runs over draft positions (never over requests); at each position only the requests
-that are still accepting are gathered, so rows after a request's first rejection are never
-read. The final row (residual or bonus) is gathered once per request.
+It reads only what the result needs:
+
+- probabilities: one gather of p(x_k) and q(x_k) over all verified positions decides every
+  acceptance at once; only the final row of each request (target, and draft at a rejection) is
+  read in full, to draw the residual or bonus token;
+- logits: a loop over positions (never over requests) softmaxes, at position k, only the rows
+  of requests still accepting; the rows of a request rejected at k are used right there for
+  its residual, and a bonus row is softmaxed once, after the loop. Rows after a request's
+  first rejection are never read.
+
+The inverse CDF is a binary search in the cumulative sums (no multinomial, no [R, V] index
+temporaries). With a :class:`~specproof.optimized.row_checks.RowChecks`, the content checks are
+made on the values computed here (see that module for the contract).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import torch
 
 from ..philox import ACCEPT, BONUS, RESIDUAL, address_uniforms
-from .rows import inverse_cdf, row_lse, row_probs
+from ..row_checks import (
+    RowChecks,
+    check_full_rows,
+    check_gathered,
+    check_maxima,
+    check_softmax_values,
+)
+from .rows import gather_rows, sample_cumulative, softmax_rows_, workspace
+
+
+class Rows:
+    """One side (target or draft) of the verification: reads its rows as probabilities."""
+
+    def __init__(
+        self,
+        name: str,
+        values: torch.Tensor,
+        is_logits: bool,
+        temperature: torch.Tensor | None,
+        checks: RowChecks | None,
+    ) -> None:
+        self.name, self.values, self.is_logits = name, values, is_logits
+        self.temperature, self.checks = temperature, checks
+
+    def probabilities(
+        self,
+        batch_index: torch.Tensor,
+        position: torch.Tensor,
+        requests: torch.Tensor,
+        into: str | None = None,
+    ) -> torch.Tensor:
+        """Float32 probability rows [R, V] of (batch_index[i], position[i]), in the workspace
+        ``into`` when given; full-row checks recorded (for logits the NaN test is made on
+        values taken from the result, see :meth:`check_softmax`)."""
+        rows = gather_rows(self.values, batch_index, position, into)
+        if self.is_logits:
+            scale = None if self.temperature is None else self.temperature[batch_index]
+            return softmax_rows_(rows, scale)
+        if self.checks is not None:
+            sums, minima = rows.sum(dim=-1), rows.amin(dim=-1)
+            check_full_rows(self.checks, self.name, sums, minima, self.values.dtype, requests)
+        return rows
+
+    def check_softmax(self, p_x: torch.Tensor, batch_index: torch.Tensor, position: int) -> None:
+        if self.checks is not None and self.is_logits:
+            check_softmax_values(
+                self.checks,
+                self.name,
+                p_x,
+                lambda i: self.values[int(batch_index[i]), position],
+            )
+
+
+def draw_residual(
+    p: torch.Tensor,
+    q: torch.Tensor | None,
+    draft_token: torch.Tensor,
+    u: torch.Tensor,
+    fetch_p: Callable[[torch.Tensor], torch.Tensor],
+) -> torch.Tensor:
+    """Tokens from norm(max(0, p - q)) per row (q one-hot at ``draft_token`` when None); from
+    p itself where that has no mass (p == q up to rounding), with the same uniform.
+
+    ``p`` is overwritten by the residual and ``q`` by the cumulative sums; ``fetch_p(rows)``
+    reads the p rows again for the rare empty residuals."""
+    if q is None:
+        picked = p.gather(1, draft_token[:, None])
+        p.scatter_(1, draft_token[:, None], (picked - 1).clamp_(min=0))
+        token, total = sample_cumulative(p, u)
+    else:
+        p.sub_(q).clamp_(min=0)
+        token, total = sample_cumulative(p, u, into=q)
+    empty = (total <= 0).nonzero().squeeze(1)
+    if empty.numel():
+        token[empty] = sample_cumulative(fetch_p(empty), u[empty], into=None)[0]
+    return token
+
+
+def refetch(
+    side: Rows,
+    batch_index: torch.Tensor,
+    position: torch.Tensor,
+    requests: torch.Tensor,
+    picked: torch.Tensor,
+) -> torch.Tensor:
+    """Probability rows ``picked`` of (batch_index, position) read again from the input."""
+    return side.probabilities(batch_index[picked], position[picked], requests[batch_index[picked]])
+
+
+def select_rows(rows: torch.Tensor, index: torch.Tensor, into: str) -> torch.Tensor:
+    """``rows[index]`` copied into the workspace ``into``."""
+    out = workspace(into, len(index), rows.shape[1], rows.device)
+    return torch.index_select(rows, 0, index, out=out)
 
 
 def chain_verify_torch(
@@ -26,9 +131,12 @@ def chain_verify_torch(
     seed: int,
     round: int,
     offset: int,
+    checks: RowChecks | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Same contract as :func:`~specproof.optimized.kernels.chain_verify.chain_verify_triton`."""
+    """Same contract as :func:`~specproof.optimized.kernels.chain_verify.chain_verify_triton`;
+    violations of the content contract are recorded in ``checks`` when given."""
     batch, positions, _ = target.shape
+    n = positions - 1
     device = target.device
     out = torch.full((batch, positions), -1, dtype=torch.int64, device=device)
     accepted = torch.zeros(batch, dtype=torch.int64, device=device)
@@ -36,78 +144,145 @@ def chain_verify_torch(
         return out, accepted
     lengths = lengths.to(torch.int64)
     requests = requests.to(torch.int64)
-    tokens = draft_tokens.to(torch.int64)
-    greedy = temperature == 0
-    inv_temperature = torch.where(greedy, 1.0, 1.0 / torch.where(greedy, 1.0, temperature))
-    inv_temperature = inv_temperature.to(torch.float32)
-    lse_q = torch.zeros(batch, dtype=torch.float32, device=device)
-    rejected = torch.zeros(batch, dtype=torch.bool, device=device)
-    alive = lengths > 0
-    for k in range(positions - 1):
-        rows = alive.nonzero().squeeze(1)
-        if rows.numel() == 0:
-            break
-        token = tokens[rows, k]
-        keep = torch.empty(rows.shape, dtype=torch.bool, device=device)
-        is_greedy = greedy[rows]
-        greedy_rows, sampled = rows[is_greedy], ~is_greedy
-        if greedy_rows.numel():
-            keep[is_greedy] = tokens[greedy_rows, k] == target[greedy_rows, k].argmax(dim=-1)
-        sampled_rows = rows[sampled]
-        if sampled_rows.numel():
-            x = tokens[sampled_rows, k]
-            scale = inv_temperature[sampled_rows]
-            p_x = target[sampled_rows, k, x].to(torch.float32)
-            if target_logits:
-                p_x = torch.exp(p_x * scale - row_lse(target[sampled_rows, k], scale))
-            if draft is None:
-                q_x = torch.ones_like(p_x)
-            else:
-                q_x = draft[sampled_rows, k, x].to(torch.float32)
-                if draft_logits:
-                    lse = row_lse(draft[sampled_rows, k], scale)
-                    lse_q[sampled_rows] = lse
-                    q_x = torch.exp(q_x * scale - lse)
-            index = torch.full_like(sampled_rows, k + 1)
-            u = address_uniforms(seed, ACCEPT, index, requests[sampled_rows], round, offset)
-            # Exact in float64 for float32 operands: the test u < p / q.
-            keep[sampled] = u.double() * q_x.double() < p_x.double()
-        out[rows[keep], k] = token[keep]
-        accepted[rows[keep]] += 1
-        rejected[rows[~keep]] = True
-        alive[rows[~keep]] = False
-        alive &= accepted < lengths
-
     everyone = torch.arange(batch, device=device)
-    final_rows = target[everyone, accepted]
-    final = torch.empty(batch, dtype=torch.int64, device=device)
-    final[greedy] = final_rows[greedy].argmax(dim=-1)
+    verified = torch.arange(n, device=device)[None, :] < lengths[:, None]
+    tokens = torch.where(verified, draft_tokens, 0).to(torch.int64)
+    greedy = temperature == 0
     sampled = ~greedy
-    if bool(sampled.any()):
-        rows = everyone[sampled]
-        scale = inv_temperature[rows]
-        lse_p = row_lse(final_rows[rows], scale) if target_logits else scale * 0
-        mass = row_probs(final_rows[rows], target_logits, scale, lse_p)
-        use_q = rejected[rows]
-        residual = mass.clone()
-        hit = use_q.nonzero().squeeze(1)
-        if hit.numel():
-            position = accepted[rows[hit]]
-            if draft is None:
-                q = torch.zeros_like(mass[hit])
-                q[torch.arange(hit.numel(), device=device), tokens[rows[hit], position]] = 1.0
-            else:
-                q = row_probs(
-                    draft[rows[hit], position], draft_logits, scale[hit], lse_q[rows[hit]]
-                )
-            residual[hit] = torch.clamp(mass[hit] - q, min=0.0)
-        # p == q up to rounding: the residual has no mass, so draw from p itself.
-        residual = torch.where((residual.sum(dim=-1) <= 0)[:, None], mass, residual)
-        u = torch.where(
-            use_q,
-            address_uniforms(seed, RESIDUAL, accepted[rows] + 1, requests[rows], round, offset),
-            address_uniforms(seed, BONUS, accepted[rows] + 1, requests[rows], round, offset),
+    scaled = bool(((temperature != 1) & sampled).any())
+    row_temperature = torch.where(sampled, temperature, 1.0).to(torch.float32) if scaled else None
+    p_side = Rows("target", target, target_logits, row_temperature, checks)
+    q_side = None if draft is None else Rows("draft", draft, draft_logits, row_temperature, checks)
+
+    # Entries at the drafted tokens, over every verified position: O(B * n) reads.
+    p_at = target[:, :n].gather(2, tokens[..., None])[..., 0].to(torch.float32)
+    q_at = None if draft is None else draft.gather(2, tokens[..., None])[..., 0].to(torch.float32)
+    if checks is not None:
+        check_gathered(
+            checks, "target", p_at, verified, is_logits=target_logits, dtype=target.dtype
         )
-        final[sampled] = inverse_cdf(residual, u)
+        if draft is not None and q_at is not None:
+            check_gathered(
+                checks,
+                "draft",
+                q_at,
+                verified,
+                is_logits=draft_logits,
+                dtype=draft.dtype,
+                sampled=verified & sampled[:, None],
+            )
+    steps = torch.arange(1, n + 1, device=device)[None, :]
+    u_accept = address_uniforms(seed, ACCEPT, steps, requests[:, None], round, offset)
+    final = torch.full((batch,), -1, dtype=torch.int64, device=device)
+    rejected = torch.zeros(batch, dtype=torch.bool, device=device)
+
+    needs_loop = target_logits or draft_logits or bool(greedy.any())
+    if not needs_loop:
+        # u < p / q as u * q < p in float64: exact for float32 operands.
+        q_values = torch.ones_like(p_at) if q_at is None else q_at
+        keep = u_accept.double() * q_values.double() < p_at.double()
+        run = torch.cumprod((keep & verified).to(torch.int32), dim=1)
+        accepted = run.sum(dim=1, dtype=torch.int64)
+        rejected = accepted < lengths
+        hit = rejected.nonzero().squeeze(1)
+        if hit.numel():
+            position = accepted[hit]
+            p_rows = p_side.probabilities(hit, position, requests[hit], "p")
+            q_rows = None
+            if q_side is not None:
+                q_rows = q_side.probabilities(hit, position, requests[hit], "q")
+            u = address_uniforms(seed, RESIDUAL, position + 1, requests[hit], round, offset)
+            final[hit] = draw_residual(
+                p_rows,
+                q_rows,
+                tokens[hit, position],
+                u,
+                lambda i: gather_rows(target, hit[i], position[i]),
+            )
+    else:
+        still = lengths > 0
+        for k in range(n):
+            alive = still.nonzero().squeeze(1)
+            if alive.numel() == 0:
+                break
+            keep = torch.zeros(alive.shape, dtype=torch.bool, device=device)
+            is_greedy = greedy[alive]
+            if bool(is_greedy.any()):
+                rows = alive[is_greedy]
+                maxima, argmax = gather_rows(target, rows, rows * 0 + k, "p").max(dim=-1)
+                if checks is not None:
+                    check_maxima(checks, "target", maxima, target_logits)
+                keep[is_greedy] = argmax == tokens[rows, k]
+            rows = alive[~is_greedy]
+            if rows.numel():
+                position = rows * 0 + k
+                x = tokens[rows, k]
+                p: torch.Tensor | None = None
+                q: torch.Tensor | None = None
+                if target_logits:
+                    p = p_side.probabilities(rows, position, requests[rows], "p")
+                    p_x = p.gather(1, x[:, None])[:, 0]
+                    p_side.check_softmax(p_x, rows, k)
+                else:
+                    p_x = p_at[rows, k]
+                if q_side is None or q_at is None:
+                    q_x = torch.ones_like(p_x)
+                elif draft_logits:
+                    q = q_side.probabilities(rows, position, requests[rows], "q")
+                    q_x = q.gather(1, x[:, None])[:, 0]
+                    q_side.check_softmax(q_x, rows, k)
+                else:
+                    q_x = q_at[rows, k]
+                decided = u_accept[rows, k].double() * q_x.double() < p_x.double()
+                keep[~is_greedy] = decided
+                lost = (~decided).nonzero().squeeze(1)
+                if lost.numel():
+                    at_rows, at_position = rows[lost], position[lost]
+                    if p is not None:  # softmaxed above: copy the rejected rows out
+                        p_lost = select_rows(p, lost, "p_lost")
+                    else:
+                        p_lost = p_side.probabilities(at_rows, at_position, requests[at_rows])
+                    q_lost = None
+                    if q is not None:
+                        q_lost = select_rows(q, lost, "q_lost")
+                    elif q_side is not None:
+                        q_lost = q_side.probabilities(at_rows, at_position, requests[at_rows])
+                    u = address_uniforms(
+                        seed, RESIDUAL, at_position + 1, requests[at_rows], round, offset
+                    )
+                    final[at_rows] = draw_residual(
+                        p_lost,
+                        q_lost,
+                        x[lost],
+                        u,
+                        partial(refetch, p_side, at_rows, at_position, requests),
+                    )
+            accepted[alive[keep]] += 1
+            rejected[alive[~keep]] = True
+            still[alive[~keep]] = False
+            still &= accepted < lengths
+
+    # Greedy requests: the argmax of the row after the accepted drafts.
+    if bool(greedy.any()):
+        rows = everyone[greedy]
+        maxima, argmax = gather_rows(target, rows, accepted[rows], "p").max(dim=-1)
+        if checks is not None:
+            check_maxima(checks, "target", maxima, target_logits)
+        final[rows] = argmax
+    # Bonus tokens: sampled requests that accepted every verified draft.
+    bonus = (sampled & ~rejected).nonzero().squeeze(1)
+    if bonus.numel():
+        position = accepted[bonus]
+        bonus_rows = p_side.probabilities(bonus, position, requests[bonus], "p")
+        u = address_uniforms(seed, BONUS, position + 1, requests[bonus], round, offset)
+        token, total = sample_cumulative(bonus_rows, u, into=bonus_rows)
+        if checks is not None and target_logits:
+            check_softmax_values(
+                checks, "target", total, lambda i: target[int(bonus[i]), int(position[i])]
+            )
+        final[bonus] = token
+    # Drafts accepted before the first rejection, then the final token.
+    emitted = torch.arange(n, device=device)[None, :] < accepted[:, None]
+    out[:, :n] = torch.where(emitted, tokens, -1)
     out[everyone, accepted] = final
     return out, accepted

@@ -2,7 +2,28 @@
 
 from __future__ import annotations
 
+import threading
+
 import torch
+
+_workspaces = threading.local()
+
+
+def workspace(name: str, rows: int, vocab: int, device: torch.device) -> torch.Tensor:
+    """A reusable float32 [rows, vocab] scratch tensor, one per (thread, device, name).
+
+    Fresh multi-megabyte allocations cost page faults on every call (on this CPU more than
+    the copy itself); the buffer is kept and grown, never shrunk.
+    """
+    cache: dict[tuple[str, torch.device], torch.Tensor] = _workspaces.__dict__.setdefault(
+        "buffers", {}
+    )
+    key = (name, device)
+    buffer = cache.get(key)
+    if buffer is None or buffer.numel() < rows * vocab:
+        buffer = torch.empty(rows * vocab, dtype=torch.float32, device=device)
+        cache[key] = buffer
+    return buffer[: rows * vocab].view(rows, vocab)
 
 
 def row_probs(
@@ -40,3 +61,55 @@ def inverse_cdf(mass: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     first_hit = torch.where(hit, columns, vocab).amin(dim=-1)
     last_positive = torch.where(positive, columns, -1).amax(dim=-1)
     return torch.where(first_hit < vocab, first_hit, last_positive)
+
+
+def gather_rows(
+    rows: torch.Tensor, batch_index: torch.Tensor, position: torch.Tensor, into: str | None = None
+) -> torch.Tensor:
+    """Rows ``rows[batch_index[i], position[i]]`` of a [B, P, V] tensor as a contiguous float32
+    [R, V] tensor, written into the workspace ``into`` when given (index_select on a flat
+    view: advanced indexing with two index tensors is several times slower on CPU)."""
+    batch, positions, vocab = rows.shape
+    flat_layout = rows.stride(2) == 1 and rows.stride(0) == positions * rows.stride(1)
+    if not flat_layout or rows.dtype != torch.float32:
+        picked = rows[batch_index, position].to(torch.float32)
+        if into is None:
+            return picked
+        return workspace(into, len(batch_index), vocab, rows.device).copy_(picked)
+    flat = rows.as_strided((batch * positions, vocab), (rows.stride(1), 1))
+    index = batch_index * positions + position
+    if into is None:
+        return flat.index_select(0, index)
+    out = workspace(into, len(batch_index), vocab, rows.device)
+    return torch.index_select(flat, 0, index, out=out)
+
+
+def softmax_rows_(logits: torch.Tensor, temperature: torch.Tensor | None) -> torch.Tensor:
+    """softmax((l - max l) / T) of float32 [R, V] rows, overwriting ``logits``.
+
+    ``temperature`` None means T = 1 for every row (no scaling pass). Dividing after the max
+    is subtracted means no T > 0 overflows: the largest entry is exactly 0, so a row always
+    keeps its argmax tokens (T -> 0 gives the one-hot limit, ties split evenly).
+    """
+    if temperature is not None:
+        logits.sub_(logits.amax(dim=-1, keepdim=True)).div_(temperature[:, None])
+    return torch.softmax(logits, dim=-1, out=logits)
+
+
+def sample_cumulative(
+    mass: torch.Tensor, u: torch.Tensor, into: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inverse CDF of non-negative float32 [R, V] rows; the cumulative sums are written into
+    ``into`` (same shape; may be ``mass`` itself, or None for a new tensor). Returns
+    (token, total) with total = the last cumulative sum.
+
+    The token is the smallest v with u * total < cumsum[v] (compared through
+    :func:`threshold_below`, exact): a binary search, as the cumulative sums are monotone. Such
+    a v has mass > 0, and one exists whenever total > 0 and u < 1; rows with total <= 0 get
+    an unspecified in-range token (the caller redraws them from another row).
+    """
+    cumulative = mass.cumsum(dim=-1) if into is None else torch.cumsum(mass, dim=-1, out=into)
+    total = cumulative[:, -1]
+    threshold = threshold_below(u, total)
+    token = torch.searchsorted(cumulative, threshold[:, None], right=True)[:, 0]
+    return token.clamp_(max=mass.shape[-1] - 1), total

@@ -1,0 +1,238 @@
+"""Content checks of the rows chain verification reads: NaN, inf, negative mass, row sums, a
+drafted token with draft probability 0, a logits row with no finite entry.
+
+They cost almost nothing because they look only at values the verification computes anyway,
+and they cost one host synchronisation per call (:meth:`RowChecks.raise_if_any`). The contract
+(with ``validate=True``; argument checks live in :mod:`specproof.optimized.validation`):
+
+- Probabilities, rows read at one entry (every target and draft row of a verified position):
+  the entry at the drafted token must be finite, >= 0 and at most 1 + tolerance, and the draft
+  entry must be > 0 where the request samples. **Their other entries and their sums are not
+  checked**: verification never reads them, so they cannot change the output.
+- Probabilities, rows read in full (the target row whose residual or bonus token is drawn, and
+  the draft row of a rejected position): finite, non-negative, summing to 1 within
+  :func:`~specproof.optimized.validation.sum_tolerance`.
+- Logits: every row reached (target and draft rows up to and including the first rejection,
+  and the row of the final token) goes through a softmax; a NaN, a +inf or no finite entry
+  makes its probabilities NaN, which is detected there. The drafted token's logit at every
+  verified position must not be NaN or +inf, nor -inf where the request samples.
+- Greedy requests (temperature 0): each row reached is read by a max; a NaN or inf maximum
+  (or no finite entry, for logits) is refused; sums are not checked (the argmax does not
+  depend on them).
+
+Rows after a request's first rejection, and padding rows beyond its length, are neither read
+nor checked. The Triton backend does not yet report the values it computes, so for it
+:func:`check_rows_read` re-reads the rows the kernel read, after it ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .validation import InvalidInputError, sum_tolerance
+
+Describe = Callable[[torch.Tensor], str]
+
+
+def first_index(bad: torch.Tensor) -> tuple[int, ...]:
+    """The first (row-major) index where ``bad`` holds; only on the error path."""
+    return tuple(int(i) for i in bad.nonzero()[0])
+
+
+class RowChecks:
+    """Violations found in values the verification computed; raised with one host sync."""
+
+    def __init__(self) -> None:
+        self.flags: list[tuple[torch.Tensor, Describe]] = []
+
+    def add(self, bad: torch.Tensor, describe: Describe) -> None:
+        """Record a boolean tensor of violations; ``describe(bad)`` words the first one."""
+        if bad.numel():
+            self.flags.append((bad, describe))
+
+    def raise_if_any(self) -> None:
+        if not self.flags:
+            return
+        found = torch.stack([bad.any() for bad, _ in self.flags])
+        if not bool(found.any()):  # the one host synchronisation
+            return
+        bad, describe = self.flags[int(found.nonzero()[0])]
+        raise InvalidInputError(describe(bad))
+
+
+def at(where: str, index: tuple[int, ...]) -> str:
+    return f"{where} at request {index[0]}" + (f", position {index[1]}" if len(index) > 1 else "")
+
+
+def check_gathered(
+    checks: RowChecks,
+    name: str,
+    values: torch.Tensor,
+    where: torch.Tensor,
+    *,
+    is_logits: bool,
+    dtype: torch.dtype,
+    sampled: torch.Tensor | None = None,
+) -> None:
+    """Entries read at the drafted tokens ([B, n] ``values`` in float32, masked by ``where``).
+    ``sampled`` marks, for the draft, where the token must have positive probability."""
+    checks.add(
+        where & torch.isnan(values), lambda bad: at(f"{name} contains NaN", first_index(bad))
+    )
+    if is_logits:
+        plus_inf = where & (values == float("inf"))
+        checks.add(plus_inf, lambda bad: at(f"{name} (logits) contains +inf", first_index(bad)))
+        if sampled is not None:
+            zero = sampled & (values == float("-inf"))
+            checks.add(zero, lambda bad: draft_zero_message(first_index(bad)))
+        return
+    checks.add(
+        where & torch.isinf(values), lambda bad: at(f"{name} contains inf", first_index(bad))
+    )
+    checks.add(
+        where & (values < 0),
+        lambda bad: at(f"{name} has negative probabilities", first_index(bad)),
+    )
+    above = where & (values > 1 + sum_tolerance(dtype))
+    checks.add(above, lambda bad: at(f"{name} has a probability above 1", first_index(bad)))
+    if sampled is not None:
+        checks.add(sampled & (values == 0), lambda bad: draft_zero_message(first_index(bad)))
+
+
+def draft_zero_message(index: tuple[int, ...]) -> str:
+    return (
+        f"the draft token at request {index[0]}, position {index[1]} has draft probability 0: "
+        "it cannot have been drawn from that row"
+    )
+
+
+def check_full_rows(
+    checks: RowChecks,
+    name: str,
+    sums: torch.Tensor,
+    minima: torch.Tensor,
+    dtype: torch.dtype,
+    requests: torch.Tensor,
+) -> None:
+    """Probability rows read in full, by their float32 sums and minima (``requests`` names
+    the request of each row, for the message)."""
+
+    def request(bad: torch.Tensor) -> int:
+        return int(requests[first_index(bad)[0]])
+
+    checks.add(torch.isnan(sums), lambda bad: f"{name} contains NaN (request {request(bad)})")
+    checks.add(torch.isinf(sums), lambda bad: f"{name} contains inf (request {request(bad)})")
+    checks.add(
+        minima < 0, lambda bad: f"{name} has negative probabilities (request {request(bad)})"
+    )
+    tolerance = sum_tolerance(dtype)
+    off = torch.isfinite(sums) & ((sums - 1).abs() > tolerance)
+
+    def summing(bad: torch.Tensor) -> str:
+        row = first_index(bad)[0]
+        return (
+            f"{name} has a row summing to {float(sums[row]):.6g} (request {request(bad)}), more "
+            f"than {tolerance:g} from 1 (pass logits, or normalise the rows)"
+        )
+
+    checks.add(off, summing)
+
+
+def check_softmax_values(
+    checks: RowChecks, name: str, probabilities: torch.Tensor, rows: Callable[[int], torch.Tensor]
+) -> None:
+    """Probabilities computed from reached logits rows: NaN means the row held a NaN, a +inf,
+    or no finite entry. ``rows(i)`` returns the logits row of entry i (error path only)."""
+
+    def describe(bad: torch.Tensor) -> str:
+        row = rows(first_index(bad)[0]).to(torch.float32)
+        if torch.isnan(row).any():
+            return f"{name} contains NaN"
+        if torch.isposinf(row).any():
+            return f"{name} (logits) contains +inf"
+        if not torch.isfinite(row).any():
+            return f"{name} (logits) has a row with no finite entry"
+        return f"{name} (logits) gives NaN probabilities"
+
+    checks.add(torch.isnan(probabilities), describe)
+
+
+def check_maxima(checks: RowChecks, name: str, maxima: torch.Tensor, is_logits: bool) -> None:
+    """Maxima of rows read by a max (greedy rows; every reached logits row in
+    :func:`check_rows_read`): NaN and inf propagate into them."""
+    checks.add(torch.isnan(maxima), lambda bad: f"{name} contains NaN")
+    if is_logits:
+        checks.add(maxima == float("inf"), lambda bad: f"{name} (logits) contains +inf")
+        checks.add(
+            maxima == float("-inf"), lambda bad: f"{name} (logits) has a row with no finite entry"
+        )
+    else:
+        checks.add(torch.isinf(maxima), lambda bad: f"{name} contains inf")
+
+
+def check_rows_read(
+    target: torch.Tensor,
+    draft: torch.Tensor | None,
+    draft_tokens: torch.Tensor,
+    lengths: torch.Tensor,
+    temperature: torch.Tensor,
+    accepted: torch.Tensor,
+    *,
+    target_logits: bool,
+    draft_logits: bool,
+) -> None:
+    """The same contract, checked after a kernel ran, from its ``accepted`` counts: re-reads
+    the rows it read (a second pass; the torch backend checks inside its own pass)."""
+    batch, positions, _ = target.shape
+    n = positions - 1
+    checks = RowChecks()
+    verified = torch.arange(n, device=target.device)[None, :] < lengths[:, None]
+    reached = torch.arange(n, device=target.device)[None, :] <= accepted[:, None]
+    reached &= verified
+    greedy = temperature == 0
+    sampled = verified & ~greedy[:, None]
+    tokens = torch.where(verified, draft_tokens, 0).to(torch.int64)
+    p_x = target[:, :n].gather(2, tokens[..., None])[..., 0].to(torch.float32)
+    check_gathered(checks, "target", p_x, verified, is_logits=target_logits, dtype=target.dtype)
+    if draft is not None:
+        q_x = draft.gather(2, tokens[..., None])[..., 0].to(torch.float32)
+        check_gathered(
+            checks,
+            "draft",
+            q_x,
+            verified,
+            is_logits=draft_logits,
+            dtype=draft.dtype,
+            sampled=sampled,
+        )
+    everyone = torch.arange(batch, device=target.device)
+    rows_b, rows_k = reached.nonzero(as_tuple=True)
+    final_k = accepted.to(torch.int64)
+    all_b = torch.cat([rows_b, everyone])
+    all_k = torch.cat([rows_k, final_k])
+    if target_logits or bool(greedy.any()):
+        values = target[all_b, all_k].to(torch.float32)
+        check_maxima(checks, "target", values.amax(dim=-1), target_logits)
+    if not target_logits:
+        final = target[everyone, final_k].to(torch.float32)
+        keep = ~greedy
+        check_full_rows(
+            checks,
+            "target",
+            final.sum(-1)[keep],
+            final.amin(-1)[keep],
+            target.dtype,
+            everyone[keep],
+        )
+    if draft is not None:
+        rejected = (accepted < lengths) & ~greedy
+        q_rows = draft[rows_b, rows_k].to(torch.float32) if draft_logits else None
+        if q_rows is not None:
+            check_maxima(checks, "draft", q_rows.amax(dim=-1), True)
+        elif bool(rejected.any()):
+            index = everyone[rejected]
+            rows = draft[index, final_k[rejected]].to(torch.float32)
+            check_full_rows(checks, "draft", rows.sum(-1), rows.amin(-1), draft.dtype, index)
+    checks.raise_if_any()
