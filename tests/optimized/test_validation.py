@@ -31,11 +31,19 @@ def test_good_input_passes() -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"target": torch.tensor([[[float("nan"), 0.5, 0.5], [0.5, 0.5, 0.0]]])}, "NaN"),
-        ({"target": torch.tensor([[[float("inf"), 0.5, 0.5], [0.5, 0.5, 0.0]]])}, "inf"),
-        ({"target": torch.tensor([[[-0.25, 0.75, 0.5], [0.5, 0.5, 0.0]]])}, "negative"),
-        ({"target": torch.tensor([[[0.25, 0.25, 0.4], [0.5, 0.5, 0.0]]])}, "summing"),
-        ({"draft": torch.tensor([[[0.5, 0.25, 0.3]]])}, "summing"),
+        # The draft is always accepted, so the bad bonus row is the one read in full
+        # (rows read at one entry are checked at that entry: tests/optimized/test_row_checks.py).
+        ({"target": torch.tensor([[[0.25, 0.25, 0.5], [float("nan"), 0.5, 0.5]]])}, "NaN"),
+        ({"target": torch.tensor([[[0.25, 0.25, 0.5], [float("inf"), 0.5, 0.5]]])}, "inf"),
+        ({"target": torch.tensor([[[0.25, 0.25, 0.5], [-0.25, 0.75, 0.5]]])}, "negative"),
+        ({"target": torch.tensor([[[0.25, 0.25, 0.5], [0.25, 0.25, 0.4]]])}, "summing"),
+        (  # p(x) = 0: always rejected, so the draft row is read in full for the residual
+            {
+                "target": torch.tensor([[[0.25, 0.0, 0.75], [0.5, 0.5, 0.0]]]),
+                "draft": torch.tensor([[[0.5, 0.25, 0.3]]]),
+            },
+            "summing",
+        ),
         ({"draft": torch.tensor([[[0.75, 0.0, 0.25]]])}, "draft probability 0"),
         ({"draft_tokens": torch.tensor([[3]])}, "outside"),
         ({"draft_tokens": torch.tensor([[-1]])}, "outside"),
@@ -64,7 +72,7 @@ def test_logits_reject_nan_and_plus_inf_but_allow_minus_inf() -> None:
     run(target=logits, draft=draft, target_is_logits=True, draft_is_logits=True)
     for bad in (float("nan"), float("inf")):
         broken = logits.clone()
-        broken[0, 1, 0] = bad
+        broken[0, 0, 0] = bad  # row 0 is reached: its token has p = 0, so it is rejected
         with pytest.raises(InvalidInputError):
             run(target=broken, draft=draft, target_is_logits=True, draft_is_logits=True)
     all_masked = torch.full_like(logits, float("-inf"))
