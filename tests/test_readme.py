@@ -13,3 +13,18 @@ def test_python_blocks_run() -> None:
     assert blocks, "the README has no Python example"
     for block in blocks:
         exec(compile(block, str(README), "exec"), {})
+
+
+def test_reference_timings_are_the_committed_measurement() -> None:
+    """Every reference timing the README quotes is the one `tools/readme_figures.py` wrote."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(README.parent / "tools"))
+    from readme_figures import markdown, quoted_timings
+
+    figures = json.loads((README.parent / "benchmarks" / "readme_figures.json").read_text())
+    text = README.read_text()
+    assert markdown(figures) in text
+    for sentence in quoted_timings(figures):
+        assert sentence in text, sentence
