@@ -1,16 +1,11 @@
-"""How large an exact law the reference computes within a time budget.
+"""Dense exact-law workloads for timing the reference (used by ``tools/readme_figures.py``).
 
-Chain rule + Algorithm 1, dense bigram models (every probability positive, the worst case for
-enumeration). For each (R, gamma, V) it grows N until one exact law takes longer than the
-budget, and prints a Markdown table of the largest N that stayed under it
-(capped at 10).
-
-    python tools/reference_sizes.py [--budget 60]
+Chain rule + Algorithm 1 over dense bigram models (every probability positive, the worst case
+for enumeration).
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
 from fractions import Fraction
@@ -55,34 +50,3 @@ def seconds_for(vocab: int, gamma: int, tokens: int, requests: int) -> float:
     start = time.perf_counter()
     exact_law(decoder, prompts, tokens)
     return time.perf_counter() - start
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--budget", type=float, default=60.0, help="seconds per exact law")
-    args = parser.parse_args()
-    print(f"| R | gamma | V | largest N under {args.budget:g} s | seconds at that N |")
-    print("|---|---|---|---|---|")
-    for requests, gamma, vocab in [
-        (1, 3, 4),
-        (1, 3, 8),
-        (1, 3, 16),
-        (1, 5, 4),
-        (1, 7, 2),
-        (2, 2, 4),
-        (2, 3, 3),
-        (2, 3, 4),
-    ]:
-        tokens, last = 0, 0.0
-        while True:
-            took = seconds_for(vocab, gamma, tokens + 1, requests)
-            if took > args.budget:
-                break
-            tokens, last = tokens + 1, took
-            if tokens >= 10:
-                break
-        print(f"| {requests} | {gamma} | {vocab} | {tokens} | {last:.1f} |", flush=True)
-
-
-if __name__ == "__main__":
-    main()
