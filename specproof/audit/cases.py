@@ -40,74 +40,92 @@ def _one_hot(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return rows
 
 
+def _no_ties(rows: np.ndarray) -> np.ndarray:
+    """Rows whose largest entry is unique (greedy verification is then tie-free)."""
+    top = rows.max(axis=-1, keepdims=True)
+    ties = (rows == top).sum(axis=-1) > 1
+    rows = rows.copy()
+    rows[ties] += np.eye(rows.shape[-1])[0] * 1e-3
+    return rows / rows.sum(axis=-1, keepdims=True)
+
+
+SMALL_VOCAB = 4
+GAMMA = 2
+
+
 def verifier_problems(seed: int = 0, large_vocab: int = LARGE_VOCAB) -> list[TableProblem]:
-    """Small and large vocabularies, one-hot drafts and targets, p == q, zeros, ragged rows."""
+    """The verifier battery. Small outcome spaces (V = 4, gamma = 2: at most 84 round outcomes
+    per draft length and row kind) so that the joint law of the whole round is tested cell by
+    cell; one large vocabulary through hash bins; the fixed adversarial cases of
+    :mod:`specproof.audit.adversarial`."""
+    if large_vocab < 2:
+        raise ValueError(f"large_vocab must be at least 2, got {large_vocab}")
     rng = np.random.default_rng(seed)
-    gamma, states, vocab = 3, 2, 6
-    small_p = _rows(rng, (gamma + 1, states, vocab))
-    small_q = _rows(rng, (gamma, states, vocab))
+    gamma, states, vocab = GAMMA, 2, SMALL_VOCAB
+    shape_p, shape_q = (gamma + 1, states, vocab), (gamma, states, vocab)
+    small_p, small_q = _rows(rng, shape_p), _rows(rng, shape_q)
     bins = HashPartition(3, salt=seed)
-    large_p = _rows(rng, (3, states, large_vocab))
+    large_p = _rows(rng, (2, states, large_vocab))  # gamma = 1: the case is memory-bound
     # The draft over-weights one hash bin, so residual errors show in the binned law.
     weight = np.where(bins.tokens(np.arange(large_vocab)) == 0, 8.0, 1.0)
-    large_q = large_p[:2] * weight
+    large_q = large_p[:1] * weight
     large_q /= large_q.sum(axis=-1, keepdims=True)
-    zeros_p = _rows(rng, (gamma + 1, states, vocab), zeros=0.5)
-    zeros_q = _rows(rng, (gamma, states, vocab), zeros=0.5)
-    equal_p = _rows(rng, (gamma + 1, states, vocab))
-    return [
-        TableProblem(
-            "small-vocab",
-            small_p,
-            small_q,
-            tokens=3,
-            description=f"V={vocab}, gamma={gamma}, bigram-state tables",
-        ),
+    zeros_p = _rows(rng, shape_p, zeros=0.5)
+    zeros_q = _rows(rng, shape_q, zeros=0.5)
+    equal_p = _rows(rng, shape_p)
+    greedy_p = _no_ties(_rows(rng, shape_p))
+    problems = [
+        TableProblem("small-vocab", small_p, small_q, description=f"V={vocab}, gamma={gamma}"),
         TableProblem(
             "large-vocab",
             large_p,
             large_q,
-            tokens=2,
             token_bins=bins,
-            description=f"V={large_vocab}, gamma=2, tokens hashed into 3 bins",
+            description=f"V={large_vocab}, gamma=1, tokens hashed into 3 bins",
         ),
         TableProblem(
             "one-hot-draft",
             small_p,
-            _one_hot(rng, (gamma, states, vocab)),
-            tokens=3,
-            description="deterministic drafts (n-gram / tree style)",
+            _one_hot(rng, shape_q),
+            ngram=True,
+            description="n-gram drafts (vLLM: draft_probs=None)",
         ),
+        TableProblem("one-hot-target", _one_hot(rng, shape_p), small_q, description="p one-hot"),
         TableProblem(
-            "one-hot-target",
-            _one_hot(rng, (gamma + 1, states, vocab)),
-            small_q,
-            tokens=3,
-            description="greedy-like target rows",
+            "p-equals-q", equal_p, equal_p[:gamma].copy(), description="p == q: no rejection"
         ),
-        TableProblem(
-            "p-equals-q",
-            equal_p,
-            equal_p[:gamma].copy(),
-            tokens=3,
-            description="every draft accepted; the residual is empty",
-        ),
-        TableProblem(
-            "zeros",
-            zeros_p,
-            zeros_q,
-            tokens=3,
-            description="half the entries of p and q are exact zeros",
-        ),
+        TableProblem("zeros", zeros_p, zeros_q, description="half of p and q exactly zero"),
         TableProblem(
             "ragged",
             small_p,
             small_q,
-            tokens=3,
             ragged=True,
-            description="draft lengths 0..gamma per row (vLLM layout)",
+            description=f"draft lengths 0..{gamma} in one batch",
+        ),
+        TableProblem(
+            "greedy",
+            greedy_p,
+            small_q,
+            greedy_modes=(True,),
+            description="temperature 0 rows (vLLM only)",
+        ),
+        TableProblem(
+            "mixed",
+            greedy_p,
+            small_q,
+            greedy_modes=(False, True),
+            ragged=True,
+            description="greedy and random rows, lengths 0..2, one batch (vLLM only)",
         ),
     ]
+    from .adversarial import adversarial_problems
+
+    return problems + adversarial_problems()
+
+
+def applies(problem: TableProblem, signature: str) -> bool:
+    """Whether a signature can express the problem: greedy rows exist only in vLLM's."""
+    return signature == "vllm" or not any(problem.greedy_modes)
 
 
 # Scheduler cases --------------------------------------------------------------------------

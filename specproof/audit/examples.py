@@ -32,15 +32,20 @@ def _verify_rows(
     bonus: torch.Tensor | None,
     generator: torch.Generator | None,
     biased: bool,
+    greedy: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Dense chain verification: ``target_probs`` holds gamma rows (+1 bonus row when ``bonus``
-    is None); row b verifies its first ``lengths[b]`` drafts."""
+    is None); row b verifies its first ``lengths[b]`` drafts; ``greedy`` rows keep drafts equal
+    to the target argmax and end with the argmax."""
     batch, gamma = draft_tokens.shape
     tokens = draft_tokens.to(torch.int64)
     p_draft = target_probs[:, :gamma].gather(2, tokens.unsqueeze(2)).squeeze(2).double()
     q_draft = draft_probs.gather(2, tokens.unsqueeze(2)).squeeze(2).double()
     u = torch.rand((batch, gamma), generator=generator, dtype=torch.float64)
     accept = (q_draft > 0) & (u * q_draft < p_draft)  # u in [0, 1): accept w.p. min(1, p/q)
+    if greedy is not None:
+        best = target_probs[:, :gamma].argmax(-1)
+        accept = torch.where(greedy.unsqueeze(1), tokens == best, accept)
     accept &= torch.arange(gamma).unsqueeze(0) < lengths.unsqueeze(1)
     accepted = accept.to(torch.int64).cumprod(1).sum(1)  # leading accepted drafts
     out = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
@@ -54,6 +59,8 @@ def _verify_rows(
         q_stop = draft_probs[rows, stop].double()
         residual = p_stop if biased else (p_stop - q_stop).clamp_min(0)
         correction = _draw(residual, generator)
+        if greedy is not None:
+            correction = torch.where(greedy, p_stop.argmax(-1), correction)
     else:
         correction = torch.zeros(batch, dtype=torch.int64)
     if bonus is None:
@@ -147,8 +154,9 @@ def rejection_sample(
     bonus_token_ids: torch.Tensor,
     sampling_metadata: Any,
 ) -> torch.Tensor:
-    """vLLM's signature and semantics for all-random rows, in torch: ragged drafts, bonus token
-    given, -1 padding. ``draft_probs`` None means one-hot drafts (n-gram)."""
+    """vLLM's signature and semantics in torch: ragged drafts, bonus token given, -1 padding,
+    greedy rows (temperature <= 0 in ``sampling_metadata``). ``draft_probs`` None means one-hot
+    drafts (n-gram)."""
     return _vllm(
         draft_token_ids,
         num_draft_tokens,
@@ -157,6 +165,7 @@ def rejection_sample(
         target_probs,
         bonus_token_ids,
         biased=False,
+        greedy=_greedy_rows(sampling_metadata, len(num_draft_tokens)),
     )
 
 
@@ -179,7 +188,17 @@ def biased_rejection_sample(
         target_probs,
         bonus_token_ids,
         biased=True,
+        greedy=_greedy_rows(sampling_metadata, len(num_draft_tokens)),
     )
+
+
+def _greedy_rows(metadata: Any, batch: int) -> torch.Tensor:
+    if getattr(metadata, "all_greedy", False):
+        return torch.ones(batch, dtype=torch.bool)
+    temperature = getattr(metadata, "temperature", None)
+    if temperature is None or getattr(metadata, "all_random", False):
+        return torch.zeros(batch, dtype=torch.bool)
+    return torch.as_tensor(temperature).reshape(-1) <= 0
 
 
 def _vllm(
@@ -190,6 +209,7 @@ def _vllm(
     target_probs: torch.Tensor,
     bonus_token_ids: torch.Tensor,
     biased: bool,
+    greedy: torch.Tensor | None = None,
 ) -> torch.Tensor:
     batch, vocab = len(num_draft_tokens), target_probs.shape[-1]
     width = max(max_spec_len, 1)
@@ -211,8 +231,58 @@ def _vllm(
         bonus_token_ids.reshape(-1),
         None,
         biased,
+        greedy,
     )
     return out[:, : max_spec_len + 1].to(torch.int32)
+
+
+def speculative_sampling(
+    draft_tokens: torch.Tensor,
+    draft_logits: torch.Tensor,
+    target_logits: torch.Tensor,
+    temperature: float,
+) -> torch.Tensor:
+    """The hf signature (batch 1, logits at a temperature, in the style of HF transformers'
+    ``_speculative_sampling``): returns [1, m], m - 1 accepted drafts then one token."""
+    return _hf(draft_tokens, draft_logits, target_logits, temperature, biased=False)
+
+
+def biased_speculative_sampling(
+    draft_tokens: torch.Tensor,
+    draft_logits: torch.Tensor,
+    target_logits: torch.Tensor,
+    temperature: float,
+) -> torch.Tensor:
+    """As :func:`speculative_sampling`, but the token after a rejection is drawn from p."""
+    return _hf(draft_tokens, draft_logits, target_logits, temperature, biased=True)
+
+
+def _hf(
+    draft_tokens: torch.Tensor,
+    draft_logits: torch.Tensor,
+    target_logits: torch.Tensor,
+    temperature: float,
+    biased: bool,
+) -> torch.Tensor:
+    q = torch.softmax(draft_logits.double() / temperature, -1)
+    p = torch.softmax(target_logits.double() / temperature, -1)
+    n = draft_tokens.shape[1]
+    lengths = torch.full((1,), n, dtype=torch.int64)
+    out = _verify_rows(q, draft_tokens, p, lengths, None, None, biased)
+    return out[:, : int((out != PLACEHOLDER).sum())]
+
+
+def sample_draft(logits: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """A drafter with the audit's drafter signature: samples from softmax(logits / T) and reports
+    those probabilities."""
+    probs = torch.softmax(logits.double() / temperature, -1)
+    return _draw(probs, None), probs.float()
+
+
+def greedy_draft(logits: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Drafts the argmax while reporting the softmax (HF issue 32867's class): lossy."""
+    probs = torch.softmax(logits.double() / temperature, -1)
+    return probs.argmax(-1), probs.float()
 
 
 def algorithm1_schedule(confidences: list[list[Any]], sps: Any) -> list[int]:

@@ -12,6 +12,7 @@ Exact laws are computed in float64 from the float32 rows the verifier is given.
 from __future__ import annotations
 
 import inspect
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -22,7 +23,7 @@ import torch
 
 from specproof.stats import HashPartition
 
-Signature = Literal["flashinfer", "vllm"]
+Signature = Literal["flashinfer", "vllm", "hf"]
 PLACEHOLDER = -1
 
 
@@ -34,22 +35,36 @@ class TableProblem:
     name: str
     target: np.ndarray
     draft: np.ndarray
-    tokens: int
+    tokens: int | None = None
     prompt_state: int = 0
     ragged: bool = False
     token_bins: HashPartition | None = None
     description: str = ""
+    greedy_modes: tuple[bool, ...] = (False,)
+    """Row kinds drawn uniformly per round: False = random (temperature 1), True = greedy."""
+    ngram: bool = False
+    """Drafts are one-hot (n-gram); the vLLM signature then receives ``draft_probs=None``."""
     target32: torch.Tensor = field(init=False, repr=False)
     draft32: torch.Tensor = field(init=False, repr=False)
+    target_cdf: torch.Tensor = field(init=False, repr=False)
+    draft_cdf: torch.Tensor = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         gamma = self.draft.shape[0]
         if self.target.shape[0] != gamma + 1 or self.target.shape[1:] != self.draft.shape[1:]:
             raise ValueError(f"{self.name}: target {self.target.shape} vs draft {self.draft.shape}")
+        if self.tokens is None:
+            object.__setattr__(self, "tokens", gamma + 1)
+        assert self.tokens is not None
         if not 1 <= self.tokens <= gamma + 1:
             raise ValueError(f"{self.name}: tokens must be in 1..{gamma + 1}")
+        if not self.greedy_modes:
+            raise ValueError(f"{self.name}: greedy_modes needs at least one row kind")
         object.__setattr__(self, "target32", _rows32(self.target))
         object.__setattr__(self, "draft32", _rows32(self.draft))
+        # Every row of a batch is one of ``states`` rows per position: draw from their CDFs.
+        object.__setattr__(self, "target_cdf", self.target32.double().cumsum(-1))
+        object.__setattr__(self, "draft_cdf", self.draft32.double().cumsum(-1))
 
     @property
     def gamma(self) -> int:
@@ -62,6 +77,16 @@ class TableProblem:
     @property
     def vocab(self) -> int:
         return int(self.target.shape[-1])
+
+    @property
+    def draft_lengths(self) -> tuple[int, ...]:
+        """Draft lengths drawn uniformly per round (0..gamma when ragged)."""
+        return tuple(range(self.gamma + 1)) if self.ragged else (self.gamma,)
+
+    @property
+    def num_tokens(self) -> int:
+        assert self.tokens is not None
+        return self.tokens
 
     def p64(self) -> np.ndarray:
         """The target rows the verifier sees, renormalised in float64."""
@@ -105,7 +130,7 @@ def exact_output_law(problem: TableProblem) -> dict[tuple[int, ...], float]:
             mask = (classes == c) & (next_state == s2)
             mass[:, :, c, s2] = p[:, :, mask].sum(axis=-1)
     law: dict[tuple[tuple[int, ...], int], float] = {((), problem.prompt_state): 1.0}
-    for t in range(problem.tokens):
+    for t in range(problem.num_tokens):
         step: dict[tuple[tuple[int, ...], int], float] = {}
         for (prefix, s), w in law.items():
             for c in range(count):
@@ -158,9 +183,10 @@ class Drafts:
     """One batch of drafted rounds, in FlashInfer's dense layout."""
 
     tokens: torch.Tensor  # [B, gamma] int64
-    draft_probs: torch.Tensor  # [B, gamma, V] float32
+    draft_probs: torch.Tensor  # [B, gamma, V] float32: the q the drafter reports
     target_probs: torch.Tensor  # [B, gamma + 1, V] float32
     lengths: torch.Tensor  # [B] draft lengths (all gamma unless ragged)
+    greedy: torch.Tensor  # [B] bool: the row is verified at temperature 0
 
 
 def categorical(rows: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -171,40 +197,101 @@ def categorical(rows: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     return index.clamp_max(rows.shape[-1] - 1)
 
 
+def draw_states(cdf: torch.Tensor, state: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """One draw per row from the row ``cdf[state[b]]`` ([states, V] cumulative sums), by the
+    inverse CDF in float64, without materialising a [B, V] row per draw."""
+    u = torch.rand(state.shape, generator=generator, dtype=torch.float64)
+    out = torch.empty(state.shape, dtype=torch.int64)
+    for s in range(cdf.shape[0]):
+        rows = state == s
+        if bool(rows.any()):
+            scaled = u[rows] * cdf[s, -1]
+            out[rows] = torch.searchsorted(cdf[s], scaled, right=True).clamp_max(cdf.shape[-1] - 1)
+    return out
+
+
+DraftFn = Callable[..., Any]
+"""A user drafter: ``draft(logits [B, V] float32, temperature: float) -> (tokens [B] int64,
+probs [B, V] float32)``, the tokens it samples and the probabilities it reports for them."""
+
+DRAFT_TEMPERATURE = 1.0
+
+
+def call_drafter(fn: DraftFn, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Give ``fn`` logits whose softmax at the draft temperature is ``q``; check its answer."""
+    logits = (torch.log(q.double()) * DRAFT_TEMPERATURE).to(torch.float32)
+    result = fn(logits, DRAFT_TEMPERATURE)
+    if not isinstance(result, tuple | list) or len(result) != 2:
+        raise VerifierError("a drafter must return (tokens [B], probs [B, V])")
+    tokens = torch.as_tensor(result[0]).to(torch.int64).reshape(-1)
+    probs = torch.as_tensor(result[1]).to(torch.float32)
+    if tokens.shape != q.shape[:1] or probs.shape != q.shape:
+        raise VerifierError(
+            f"drafter returned shapes {tuple(tokens.shape)} and {tuple(probs.shape)}, "
+            f"expected {tuple(q.shape[:1])} and {tuple(q.shape)}"
+        )
+    if bool(((tokens < 0) | (tokens >= q.shape[-1])).any()):
+        raise VerifierError("the drafter returned a token id outside the vocabulary")
+    return tokens, probs
+
+
 def draft_rounds(
     problem: TableProblem,
     batch: int,
     generator: torch.Generator,
     draft_rows: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    drafter: DraftFn | None = None,
 ) -> Drafts:
     """Draft ``batch`` rounds. ``draft_rows`` maps the float32 draft rows to the rows tokens are
-    actually drawn from (identity for a correct drafter; adversarial drafters change it)."""
+    actually drawn from (identity for a correct drafter; adversarial drafters change it);
+    ``drafter`` replaces drafting by a user function that also reports its q."""
     state = torch.full((batch,), problem.prompt_state, dtype=torch.int64)
     tokens, q_rows, p_rows = [], [], []
     for k in range(problem.gamma):
         q = problem.draft32[k][state]
         p_rows.append(problem.target32[k][state])
-        q_rows.append(q)
-        x = categorical(q if draft_rows is None else draft_rows(q), generator)
+        if drafter is not None:
+            x, reported = call_drafter(drafter, q)
+        elif draft_rows is None:
+            x = draw_states(problem.draft_cdf[k], state, generator)
+            reported = q
+        else:
+            x = categorical(draft_rows(q), generator)
+            reported = q
+        q_rows.append(reported)
         tokens.append(x)
         state = x % problem.states
     p_rows.append(problem.target32[problem.gamma][state])
-    if problem.ragged:
-        lengths = torch.randint(0, problem.gamma + 1, (batch,), generator=generator)
-    else:
-        lengths = torch.full((batch,), problem.gamma, dtype=torch.int64)
+    choices = torch.tensor(problem.draft_lengths, dtype=torch.int64)
+    lengths = choices[torch.randint(0, len(choices), (batch,), generator=generator)]
+    modes = torch.tensor(problem.greedy_modes, dtype=torch.bool)
+    greedy = modes[torch.randint(0, len(modes), (batch,), generator=generator)]
     empty = torch.empty((batch, 0), dtype=torch.int64)
     return Drafts(
         torch.stack(tokens, 1) if tokens else empty,
         torch.stack(q_rows, 1) if q_rows else torch.empty((batch, 0, problem.vocab)),
         torch.stack(p_rows, 1),
         lengths,
+        greedy,
     )
 
 
 Verifier = Callable[..., Any]
-RoundFn = Callable[[TableProblem, int, torch.Generator], torch.Tensor]
-"""(problem, batch, generator) -> emitted tokens [batch, gamma + 1], -1 padded."""
+RoundFn = Callable[[TableProblem, int, torch.Generator], Any]
+"""(problem, batch, generator) -> emitted tokens [batch, gamma + 1], -1 padded, or the pair
+(tokens, the :class:`Drafts` they verified)."""
+
+
+class VerifierError(AssertionError):
+    """The verifier broke a structural rule of its signature (not a statistical finding).
+
+    ``row`` is the offending row of the batch when known; the sampler turns it into a round."""
+
+    def __init__(self, message: str, row: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.row = row
+        self.round: int | None = None
 
 
 def _accepts_generator(fn: Verifier) -> bool:
@@ -214,45 +301,89 @@ def _accepts_generator(fn: Verifier) -> bool:
         return False
 
 
+def _seed_torch(generator: torch.Generator) -> None:
+    """Verifiers that draw from torch's default generator get a seed from the audit's stream."""
+    torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
+
+
 def call_flashinfer(fn: Verifier, drafts: Drafts, generator: torch.Generator) -> torch.Tensor:
-    """Call ``fn`` with FlashInfer's chain_speculative_sampling signature; check its counters."""
-    batch = drafts.tokens.shape[0]
-    accepted = torch.zeros(batch, dtype=torch.int32)
-    emitted = torch.zeros(batch, dtype=torch.int32)
-    kwargs: dict[str, Any] = {"deterministic": True}
-    if _accepts_generator(fn):
-        kwargs["generator"] = generator
-    else:
-        torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
-    result = fn(
-        drafts.draft_probs.contiguous(),
-        drafts.tokens.to(torch.int32).contiguous(),
-        drafts.target_probs.contiguous(),
-        accepted,
-        emitted,
-        **kwargs,
-    )
-    out = result[0] if isinstance(result, tuple | list) else result
-    out = torch.as_tensor(out).to(torch.int64)
-    if isinstance(result, tuple | list) and len(result) >= 3:
-        lengths = emitted_lengths(out)
-        reported = torch.as_tensor(result[2]).to(torch.int64)
-        if not torch.equal(reported, lengths - 1):
-            raise VerifierError("emitted_num differs from the drafts kept in output_token_ids")
-    return out
+    """Call ``fn`` with FlashInfer's chain_speculative_sampling signature, once per draft
+    length (its layout is dense), and check its counters."""
+    batch, gamma = drafts.tokens.shape
+    padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
+    for length in torch.unique(drafts.lengths).tolist():
+        rows = torch.nonzero(drafts.lengths == length).squeeze(1)
+        accepted = torch.zeros(len(rows), dtype=torch.int32)
+        emitted = torch.zeros(len(rows), dtype=torch.int32)
+        kwargs: dict[str, Any] = {"deterministic": True}
+        if _accepts_generator(fn):
+            kwargs["generator"] = generator
+        else:
+            _seed_torch(generator)
+        result = fn(
+            drafts.draft_probs[rows, :length].contiguous(),
+            drafts.tokens[rows, :length].to(torch.int32).contiguous(),
+            drafts.target_probs[rows, : length + 1].contiguous(),
+            accepted,
+            emitted,
+            **kwargs,
+        )
+        out = result[0] if isinstance(result, tuple | list) else result
+        out = torch.as_tensor(out).to(torch.int64)
+        if out.shape != (len(rows), length + 1):
+            raise VerifierError(
+                f"output_token_ids has shape {tuple(out.shape)}, expected {(len(rows), length + 1)}"
+            )
+        if isinstance(result, tuple | list) and len(result) >= 3:
+            reported = torch.as_tensor(result[2]).to(torch.int64)
+            wrong = torch.nonzero(reported != emitted_lengths(out) - 1)
+            if len(wrong):
+                raise VerifierError(
+                    "emitted_num differs from the drafts kept in output_token_ids",
+                    int(rows[int(wrong[0, 0])]),
+                )
+        padded[rows, : length + 1] = out
+    return padded
 
 
-def vllm_metadata(batch: int) -> SimpleNamespace:
-    """The fields of vLLM's SamplingMetadata that rejection_sample reads, for all-random rows."""
+GREEDY_TEMPERATURE = -1.0
+"""vLLM marks greedy requests with temperature -1 in its sampling metadata."""
+
+
+def vllm_metadata(batch: int, greedy: torch.Tensor | None = None) -> SimpleNamespace:
+    """The fields of vLLM's SamplingMetadata that rejection_sample reads."""
+    if greedy is None:
+        greedy = torch.zeros(batch, dtype=torch.bool)
+    temperature = torch.where(greedy, GREEDY_TEMPERATURE, 1.0).to(torch.float32)
     return SimpleNamespace(
-        all_greedy=False,
-        all_random=True,
-        temperature=torch.ones(batch, dtype=torch.float32),
+        all_greedy=bool(greedy.all()) and batch > 0,
+        all_random=not bool(greedy.any()),
+        temperature=temperature,
         generators={},
         top_k=None,
         top_p=None,
         max_num_logprobs=None,
     )
+
+
+def bonus_tokens(problem: TableProblem, drafts: Drafts, generator: torch.Generator) -> torch.Tensor:
+    """The bonus token of every row, from the target row after its last draft (argmax for
+    greedy rows): what an engine samples before calling vLLM's rejection_sample."""
+    lengths = drafts.lengths
+    last_state = torch.where(
+        lengths > 0,
+        drafts.tokens.gather(1, (lengths - 1).clamp_min(0).unsqueeze(1)).squeeze(1) % problem.states
+        if drafts.tokens.shape[1]
+        else torch.zeros_like(lengths),
+        torch.full_like(lengths, problem.prompt_state),
+    )
+    keys = lengths * problem.states + last_state
+    flat = problem.target_cdf.reshape(-1, problem.vocab)
+    drawn = draw_states(flat, keys, generator)
+    if not bool(drafts.greedy.any()):
+        return drawn
+    best = problem.target32.reshape(-1, problem.vocab).argmax(-1)[keys]
+    return torch.where(drafts.greedy, best, drawn)
 
 
 def call_vllm(
@@ -262,35 +393,66 @@ def call_vllm(
     batch, gamma = drafts.tokens.shape
     lengths = drafts.lengths
     keep = torch.arange(gamma).unsqueeze(0) < lengths.unsqueeze(1)  # [B, gamma]
-    # The bonus token comes from the target row after the row's last draft.
-    last_state = torch.where(
-        lengths > 0,
-        drafts.tokens.gather(1, (lengths - 1).clamp_min(0).unsqueeze(1)).squeeze(1)
-        % problem.states,
-        torch.full_like(lengths, problem.prompt_state),
-    )
-    bonus_rows = problem.target32[lengths, last_state]
-    bonus = categorical(bonus_rows, generator).to(torch.int32).unsqueeze(1)
-    num_draft = [int(n) for n in lengths]
-    torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
+    bonus = bonus_tokens(problem, drafts, generator).to(torch.int32).unsqueeze(1)
+    num_draft = lengths.tolist()
+    _seed_torch(generator)
     out = fn(
         drafts.tokens[keep].to(torch.int32).contiguous(),
         num_draft,
         max(num_draft) if num_draft else 0,
         torch.cumsum(lengths, 0).to(torch.int32),
-        drafts.draft_probs[keep].contiguous(),
+        None if problem.ngram else drafts.draft_probs[keep].contiguous(),
         drafts.target_probs[:, :gamma][keep].contiguous(),
         bonus.contiguous(),
-        vllm_metadata(batch),
+        vllm_metadata(batch, drafts.greedy),
     )
     out = torch.as_tensor(out).to(torch.int64)
+    if out.dim() != 2 or out.shape[0] != batch:
+        raise VerifierError(f"output has shape {tuple(out.shape)}, expected [{batch}, n + 1]")
     padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
-    padded[:, : out.shape[1]] = out[:, : gamma + 1]
+    width = min(out.shape[1], gamma + 1)
+    padded[:, :width] = out[:, :width]
+    if out.shape[1] > gamma + 1:
+        extra = torch.nonzero((out[:, gamma + 1 :] != PLACEHOLDER).any(1))
+        if len(extra):
+            raise VerifierError("a row emitted more than its drafts plus one", int(extra[0, 0]))
     return padded
 
 
-class VerifierError(AssertionError):
-    """The verifier broke a structural rule of its signature (not a statistical finding)."""
+HF_TEMPERATURE = 0.5
+"""Temperature of the hf signature's cases: the logits are T log p, so softmax(logits / T) = p
+exactly when (and only when) the temperature is applied to both sides."""
+
+
+def call_hf(
+    fn: Verifier, drafts: Drafts, problem: TableProblem, generator: torch.Generator
+) -> torch.Tensor:
+    """Call ``fn`` once per row with the hf signature (batch 1, logits and a temperature):
+
+    ``fn(draft_tokens [1, n] int64, draft_logits [1, n, V], target_logits [1, n + 1, V],
+    temperature: float)`` returns the emitted tokens [1, m] (or a tuple whose first item they
+    are): m - 1 accepted drafts, then the correction or bonus token.
+    """
+    batch, gamma = drafts.tokens.shape
+    padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
+    scale = HF_TEMPERATURE
+    draft_logits = (torch.log(drafts.draft_probs.double()) * scale).to(torch.float32)
+    target_logits = (torch.log(drafts.target_probs.double()) * scale).to(torch.float32)
+    _seed_torch(generator)
+    for row in range(batch):
+        n = int(drafts.lengths[row])
+        result = fn(
+            drafts.tokens[row : row + 1, :n].clone(),
+            draft_logits[row : row + 1, :n].clone(),
+            target_logits[row : row + 1, : n + 1].clone(),
+            HF_TEMPERATURE,
+        )
+        out = result[0] if isinstance(result, tuple | list) else result
+        out = torch.as_tensor(out).to(torch.int64).reshape(-1)
+        if not 1 <= out.numel() <= n + 1:
+            raise VerifierError(f"emitted {out.numel()} tokens for {n} drafts", row)
+        padded[row, : out.numel()] = out
+    return padded
 
 
 def emitted_lengths(out: torch.Tensor) -> torch.Tensor:
@@ -299,56 +461,70 @@ def emitted_lengths(out: torch.Tensor) -> torch.Tensor:
     return filled.to(torch.int64).cumprod(1).sum(1)
 
 
+def _first(mask: torch.Tensor) -> int | None:
+    rows = torch.nonzero(mask.reshape(mask.shape[0], -1).any(1) if mask.dim() > 1 else mask)
+    return int(rows[0, 0]) if len(rows) else None
+
+
 def check_structure(out: torch.Tensor, drafts: Drafts, vocab: int) -> None:
-    """Exact checks on every row: ids in range, padding only at the end, at least one token,
-    at most length + 1 tokens, and the kept drafts equal the drafted tokens."""
+    """Exact checks on every row (alpha = 0): ids in range, padding only at the end, at least
+    one token, at most length + 1 tokens, and the kept drafts equal the drafted tokens."""
     lengths = emitted_lengths(out)
     filled = out != PLACEHOLDER
-    if not torch.equal(filled.sum(1), lengths):
-        raise VerifierError("a placeholder -1 is followed by a token")
-    if bool((lengths < 1).any()):
-        raise VerifierError("a row emitted no token")
-    if bool((lengths > drafts.lengths + 1).any()):
-        raise VerifierError("a row emitted more than its drafts plus one")
-    if bool(((out < PLACEHOLDER) | (out >= vocab)).any()):
-        raise VerifierError("a token id is outside the vocabulary")
     gamma = drafts.tokens.shape[1]
     kept = torch.arange(gamma).unsqueeze(0) < (lengths - 1).unsqueeze(1)
-    if not torch.equal(out[:, :gamma][kept], drafts.tokens[kept]):
-        raise VerifierError("an accepted position differs from the drafted token")
+    checks = [
+        ((out < PLACEHOLDER) | (out >= vocab), "a token id is outside the vocabulary 0..V-1"),
+        (filled.sum(1) != lengths, "a placeholder -1 is followed by a token"),
+        (lengths < 1, "a row emitted no token"),
+        (lengths > drafts.lengths + 1, "a row emitted more than its drafts plus one"),
+        (kept & (out[:, :gamma] != drafts.tokens), "an accepted position differs from its draft"),
+    ]
+    for mask, message in checks:
+        row = _first(mask)
+        if row is not None:
+            raise VerifierError(message, row)
 
 
-def complete(problem: TableProblem, out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Continue each row from the target alone up to ``problem.tokens`` tokens."""
+def complete(
+    problem: TableProblem,
+    out: torch.Tensor,
+    generator: torch.Generator,
+    greedy: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Continue each row from the target alone up to ``problem.tokens`` tokens (the argmax
+    for ``greedy`` rows)."""
     batch = out.shape[0]
     lengths = emitted_lengths(out)
-    result = torch.full((batch, problem.tokens), PLACEHOLDER, dtype=torch.int64)
-    width = min(problem.tokens, out.shape[1])
+    result = torch.full((batch, problem.num_tokens), PLACEHOLDER, dtype=torch.int64)
+    width = min(problem.num_tokens, out.shape[1])
     result[:, :width] = out[:, :width]
-    for t in range(problem.tokens):
+    for t in range(problem.num_tokens):
         todo = lengths <= t
         if not bool(todo.any()):
             continue
         previous = result[:, t - 1] if t > 0 else torch.full((batch,), problem.prompt_state)
         state = previous % problem.states if t > 0 else previous
-        draws = categorical(problem.target32[t][state], generator)
+        draws = draw_states(problem.target_cdf[t], state, generator)
+        if greedy is not None and bool(greedy.any()):
+            draws = torch.where(greedy, problem.target32[t].argmax(-1)[state], draws)
         result[:, t] = torch.where(todo, draws, result[:, t])
     return result
 
 
-def verifier_round(fn: Verifier, signature: Signature) -> RoundFn:
-    """A round: correct drafting, then ``fn`` verifies, with the structure checks applied."""
+def verifier_round(fn: Verifier, signature: Signature, drafter: DraftFn | None = None) -> RoundFn:
+    """A round: drafting (correct, or ``drafter``), then ``fn`` verifies, structure checked."""
 
-    def run(problem: TableProblem, batch: int, generator: torch.Generator) -> torch.Tensor:
-        drafts = draft_rounds(problem, batch, generator)
+    def run(problem: TableProblem, batch: int, generator: torch.Generator) -> Any:
+        drafts = draft_rounds(problem, batch, generator, drafter=drafter)
         if signature == "flashinfer":
-            if problem.ragged:
-                raise ValueError("FlashInfer's layout is dense; ragged problems are vLLM-only")
             out = call_flashinfer(fn, drafts, generator)
+        elif signature == "hf":
+            out = call_hf(fn, drafts, problem, generator)
         else:
             out = call_vllm(fn, drafts, problem, generator)
         check_structure(out, drafts, problem.vocab)
-        return out
+        return out, drafts
 
     return run
 
@@ -357,27 +533,101 @@ def verifier_round(fn: Verifier, signature: Signature) -> RoundFn:
 class Sampled:
     outputs: np.ndarray  # [n, tokens] completed output tokens
     lengths: np.ndarray  # [n] tokens emitted by the round
+    rounds: np.ndarray  # [n, 2 + gamma + 1]: draft length, greedy flag, emitted tokens (-1 pad)
+
+
+class CaseTimeout(TimeoutError):
+    """A case ran past its time limit."""
+
+
+Progress = Callable[[int, int], None]
+"""(rounds done, rounds wanted)."""
 
 
 def sample_rounds(
-    problem: TableProblem, round_fn: RoundFn, n: int, seed: int, chunk: int | None = None
+    problem: TableProblem,
+    round_fn: RoundFn,
+    n: int,
+    seed: int,
+    chunk: int | None = None,
+    *,
+    progress: Progress | None = None,
+    deadline: float | None = None,
 ) -> Sampled:
-    """``n`` independent rounds in chunks (bounded memory for large vocabularies)."""
+    """``n`` independent rounds in chunks (bounded memory for large vocabularies). A
+    :class:`VerifierError` leaves with the offending round's index in ``.round``; past
+    ``deadline`` (a ``time.monotonic()`` value) :class:`CaseTimeout` is raised."""
     if chunk is None:
-        chunk = max(64, min(8192, 2**26 // max(1, problem.vocab * (problem.gamma + 1) * 2)))
+        chunk = max(64, min(1 << 16, 2**26 // max(1, problem.vocab * (problem.gamma + 1) * 2)))
     generator = torch.Generator().manual_seed(seed)
-    outputs, lengths = [], []
+    outputs, lengths, rounds = [], [], []
     done = 0
     while done < n:
         size = min(chunk, n - done)
-        out = round_fn(problem, size, generator)
-        lengths.append(emitted_lengths(out).numpy())
-        outputs.append(complete(problem, out, generator).numpy())
+        try:
+            result = round_fn(problem, size, generator)
+        except VerifierError as error:
+            error.round = None if error.row is None else done + error.row
+            raise
+        out, drafts = result if isinstance(result, tuple) else (result, None)
+        emitted = emitted_lengths(out)
+        lengths.append(emitted.numpy())
+        greedy = None if drafts is None else drafts.greedy
+        outputs.append(complete(problem, out, generator, greedy).numpy())
+        tags = torch.full((size, 2), problem.gamma, dtype=torch.int64)
+        tags[:, 1] = 0
+        if drafts is not None:
+            tags[:, 0] = drafts.lengths
+            tags[:, 1] = drafts.greedy.to(torch.int64)
+        rounds.append(torch.cat([tags, out], 1).numpy())
         done += size
-    return Sampled(np.concatenate(outputs), np.concatenate(lengths))
+        if progress is not None:
+            progress(done, n)
+        if deadline is not None and time.monotonic() > deadline and done < n:
+            raise CaseTimeout(f"{problem.name}: stopped after {done} of {n} rounds")
+    return Sampled(np.concatenate(outputs), np.concatenate(lengths), np.concatenate(rounds))
 
 
 def observed_classes(problem: TableProblem, outputs: np.ndarray) -> list[tuple[int, ...]]:
     classes, _ = token_classes(problem)
     mapped = classes[outputs]
     return [tuple(int(v) for v in row) for row in mapped]
+
+
+Outcome = tuple[int, ...]
+"""A round's outcome: (draft length, greedy flag, emitted token classes...)."""
+
+
+def class_rows(problem: TableProblem, rows: np.ndarray, start: int) -> np.ndarray:
+    """Map the token columns of ``rows`` (from ``start`` on) to classes, keeping -1."""
+    classes, _ = token_classes(problem)
+    out = rows.copy()
+    tokens = out[:, start:]
+    mask = tokens >= 0
+    tokens[mask] = classes[tokens[mask]]
+    return out
+
+
+def count_rows(rows: np.ndarray, start: int) -> tuple[dict[Outcome, int], np.ndarray]:
+    """Counts of distinct rows as outcomes (padding dropped from column ``start`` on), and for
+    each distinct row the index of its first occurrence."""
+    unique, first, counts = np.unique(rows, axis=0, return_index=True, return_counts=True)
+    out: dict[Outcome, int] = {}
+    for row, count in zip(unique.tolist(), counts.tolist(), strict=True):
+        key = tuple(row[:start]) + tuple(t for t in row[start:] if t != PLACEHOLDER)
+        out[key] = out.get(key, 0) + int(count)
+    return out, first
+
+
+def round_counts(problem: TableProblem, sampled: Sampled) -> dict[Outcome, int]:
+    """Observed round outcomes with tokens mapped to their classes."""
+    return count_rows(class_rows(problem, sampled.rounds, 2), 2)[0]
+
+
+def first_round_of(problem: TableProblem, sampled: Sampled, outcome: Outcome) -> int:
+    """Index of the first sampled round with this outcome."""
+    mapped = class_rows(problem, sampled.rounds, 2)
+    for i, row in enumerate(mapped.tolist()):
+        if tuple(row[:2]) + tuple(t for t in row[2:] if t != PLACEHOLDER) == outcome:
+            return i
+    raise KeyError(outcome)

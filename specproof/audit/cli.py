@@ -1,0 +1,256 @@
+"""The ``specproof audit`` command: argument checks, import of the audited callable, report."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .cases import LARGE_VOCAB, verifier_problems
+from .harness import Signature
+from .report import AuditReport
+from .run import (
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
+    DEFAULT_DELTA,
+    DEFAULT_TIMEOUT,
+    DEFAULT_TOLERANCE,
+    audit_scheduler,
+    audit_verifier,
+    progress_bar,
+)
+
+SIGNATURES = ("flashinfer", "vllm", "hf")
+
+
+def load_callable(path: str) -> Callable[..., Any]:
+    """Import ``module:function`` (the function may be a dotted attribute path), looking in the
+    current directory first, as ``python -m`` does."""
+    module_name, sep, attribute = path.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"expected module:function, got {path!r}")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name and module_name.startswith(error.name.split(".")[0]):
+            raise ValueError(
+                f"no module named {error.name!r} in the current directory ({cwd}) or on "
+                f"sys.path; run from the folder that holds it, or add that folder to PYTHONPATH"
+            ) from error
+        raise
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise ValueError(f"{module_name} has no attribute {attribute!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise ValueError(f"{path} is not callable")
+    return target
+
+
+def audit(
+    path: str,
+    *,
+    signature: Signature | None = None,
+    scheduler: bool = False,
+    drafter: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    **options: Any,
+) -> AuditReport:
+    """Audit the callable at ``path`` as a verifier (``signature``) or as a scheduler; with
+    ``drafter`` (an import path), audit that drafting function, verified by ``path``."""
+    if (signature is None) == (not scheduler):
+        raise ValueError("give exactly one of signature= (a verifier) or scheduler=True")
+    fn = load_callable(path)
+    if scheduler:
+        return audit_scheduler(fn, subject=path, progress=progress, **options)
+    assert signature is not None
+    draft_fn = load_callable(drafter) if drafter else None
+    subject = drafter or path
+    return audit_verifier(
+        fn, signature, subject=subject, progress=progress, drafter=draft_fn, **options
+    )
+
+
+def _positive(kind: type, name: str, low: float = 0.0) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not value > low:
+            raise argparse.ArgumentTypeError(f"{name} must be > {low:g}, got {text}")
+        return value
+
+    return parse
+
+
+def _rate(name: str) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        value = _positive(float, name)(text)
+        if not value < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be in (0, 1), got {text}")
+        return float(value)
+
+    return parse
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"tolerance must be a number, got {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"tolerance must be in [0, 1), got {text}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    out = argparse.ArgumentParser(
+        prog="specproof audit",
+        description=(
+            "Audit a chain verifier or drafter (sampled, tested against exact laws from the "
+            "reference) or a scheduler (exact laws). MODULE:FN is imported from the current "
+            "directory first, as `python -m` would, then from sys.path (PYTHONPATH). Exit "
+            "status: 0 every row passes, 1 a row fails, 2 usage error."
+        ),
+    )
+    out.add_argument("target", help="the verifier or scheduler to audit, as module:function")
+    kind = out.add_mutually_exclusive_group(required=True)
+    kind.add_argument(
+        "--signature",
+        choices=SIGNATURES,
+        help="audit a verifier with FlashInfer's chain_speculative_sampling, vLLM's "
+        "rejection_sample, or the batch-1 logits signature hf(draft_tokens [1, n], "
+        "draft_logits [1, n, V], target_logits [1, n + 1, V], temperature) -> tokens [1, m]",
+    )
+    kind.add_argument(
+        "--scheduler",
+        action="store_true",
+        help="audit a scheduler schedule(confidences, sps) -> list[int], exactly",
+    )
+    out.add_argument(
+        "--drafter",
+        metavar="MODULE:FN",
+        help="audit this drafting function draft(logits [B, V], temperature) -> (tokens [B], "
+        "probs [B, V]) against the probabilities it reports, verified by TARGET",
+    )
+    out.add_argument(
+        "--hunt",
+        type=_positive(int, "--hunt"),
+        metavar="N",
+        help="also run N rounds of each rare-event case, where any bug shows as an impossible "
+        "output; reports the rate it excludes",
+    )
+    out.add_argument(
+        "--json", metavar="PATH", help="also write the report as JSON (folder must exist)"
+    )
+    out.add_argument(
+        "--alpha",
+        type=_rate("alpha"),
+        default=DEFAULT_ALPHA,
+        help=f"false-fail rate of each statistical row (default {DEFAULT_ALPHA:g})",
+    )
+    out.add_argument(
+        "--beta",
+        type=_rate("beta"),
+        default=DEFAULT_BETA,
+        help=f"miss rate of each row against TV >= delta (default {DEFAULT_BETA:g})",
+    )
+    out.add_argument(
+        "--delta",
+        type=_rate("delta"),
+        default=DEFAULT_DELTA,
+        help=f"smallest TV distance each row must detect; n grows as 1/delta^2 "
+        f"(default {DEFAULT_DELTA:g})",
+    )
+    out.add_argument(
+        "--tolerance",
+        type=_tolerance,
+        default=DEFAULT_TOLERANCE,
+        help=f"TV a correct float32 verifier may differ by (default {DEFAULT_TOLERANCE:g})",
+    )
+    out.add_argument("--seed", type=int, default=0, help="seed of the battery and the rounds")
+    out.add_argument(
+        "--large-vocab",
+        type=_positive(int, "--large-vocab", 1),
+        default=LARGE_VOCAB,
+        help=f"vocabulary of the large-vocabulary case (default {LARGE_VOCAB})",
+    )
+    out.add_argument(
+        "--timeout",
+        type=_positive(float, "--timeout"),
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds one case may run before it fails as timed out (default {DEFAULT_TIMEOUT:g})",
+    )
+    out.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.json:
+        folder = Path(args.json).resolve().parent
+        if not folder.is_dir():
+            print(f"specproof audit: --json {args.json}: no folder {folder}", file=sys.stderr)
+            return 2
+    if args.scheduler and (args.drafter or args.hunt):
+        print("specproof audit: --drafter and --hunt apply to verifiers", file=sys.stderr)
+        return 2
+    if args.delta <= args.tolerance:
+        print("specproof audit: --delta must exceed --tolerance", file=sys.stderr)
+        return 2
+
+    def lines(line: str) -> None:
+        print(f"  {line}", file=sys.stderr, flush=True)
+
+    options: dict[str, Any] = {}
+    if args.signature:
+        options = {
+            "alpha": args.alpha,
+            "beta": args.beta,
+            "delta": args.delta,
+            "tolerance": args.tolerance,
+            "seed": args.seed,
+            "timeout": args.timeout,
+            "problems": verifier_problems(args.seed, args.large_vocab),
+            "bars": None if args.quiet else progress_bar(),
+        }
+    try:
+        report = audit(
+            args.target,
+            signature=args.signature,
+            scheduler=args.scheduler,
+            drafter=args.drafter,
+            progress=None if args.quiet else lines,
+            **options,
+        )
+        if args.hunt:
+            from .hunt import hunt_verifier
+
+            hunted = hunt_verifier(
+                load_callable(args.target),
+                args.signature,
+                args.hunt,
+                seed=args.seed,
+                timeout=args.timeout,
+                bars=None if args.quiet else progress_bar(),
+            )
+            report.results += hunted.results
+            report.notes += hunted.notes
+            report.seconds += hunted.seconds
+    except (ImportError, ValueError) as error:
+        print(f"specproof audit: {error}", file=sys.stderr)
+        return 2
+    print(report.table())
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0 if report.passed else 1

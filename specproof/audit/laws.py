@@ -1,0 +1,172 @@
+"""Exact laws of one audited round, from the reference decoder (``specproof.reference``).
+
+A table problem becomes a reference ``TargetModel`` and ``Drafter`` over Fractions (the float32
+rows the verifier is given, converted exactly and renormalised exactly). The law of a round with
+draft length l and row kind g (random: ``ChainRule``; greedy: ``GreedyRule``) is the reference's
+``round_law``; the audit's outcome is (l, g, emitted tokens...), mixed uniformly over the
+problem's lengths and kinds. Nothing here runs the code under audit.
+
+Large vocabularies are binned: :func:`binned_round_law` pushes the chain rule's round law
+through the token bins by a forward pass over (bin, state) masses in float64, using the closed
+form of one round (accepted x_1..x_{j} then a residual token z at j + 1, or the bonus):
+
+    P = prod_i min(p_i, q_i)(x_i) * max(p_{j+1} - q_{j+1}, 0)(z)     (rejection at j + 1)
+    P = prod_i min(p_i, q_i)(x_i) * p_{l+1}(z)                        (all l accepted)
+
+``tests/audit`` checks it against the reference on small tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+
+from specproof.reference import (
+    ChainRule,
+    Drafter,
+    FixedGamma,
+    GreedyRule,
+    SpeculativeDecoder,
+    TargetModel,
+    Tokens,
+    VerificationRule,
+    round_law,
+)
+
+from .harness import Outcome, TableProblem, token_classes
+
+Law = dict[Outcome, float]
+RuleFor = Callable[[bool], VerificationRule]
+"""Row kind (greedy?) -> the reference rule whose law that row must follow."""
+
+EXACT_VOCAB = 64
+"""Up to this vocabulary the round law is enumerated by the reference in Fractions."""
+
+
+def default_rule(greedy: bool) -> VerificationRule:
+    return GreedyRule() if greedy else ChainRule()
+
+
+def fraction_rows(rows: np.ndarray) -> list[list[tuple[Fraction, ...]]]:
+    """Exact, exactly renormalised Fractions of float32 rows ``[positions, states, V]``."""
+    out = []
+    for position in rows:
+        per_state = []
+        for row in position:
+            values = [Fraction(float(v)) for v in row]
+            total = sum(values, Fraction(0))
+            per_state.append(tuple(v / total for v in values))
+        out.append(per_state)
+    return out
+
+
+def reference_models(problem: TableProblem) -> tuple[TargetModel, Drafter, Tokens]:
+    """The problem as reference models; the prompt is the single token ``prompt_state``, so the
+    output position is len(context) - 1 and a token's state is token % states."""
+    p = fraction_rows(problem.target32.numpy())
+    q = fraction_rows(problem.draft32.numpy())
+    states = problem.states
+
+    def next_token(context: Tokens) -> tuple[Fraction, ...]:
+        return p[len(context) - 1][context[-1] % states]
+
+    def proposal(context: Tokens, drafted: Tokens) -> tuple[Fraction, ...]:
+        last = drafted[-1] if drafted else context[-1]
+        return q[len(drafted)][last % states]
+
+    target = TargetModel(problem.vocab, next_token, order=None, name=problem.name)
+    drafter = Drafter(problem.vocab, proposal, lambda c, d: Fraction(1), order=None)
+    return target, drafter, (problem.prompt_state,)
+
+
+def exact_round_law(problem: TableProblem, rule_for: RuleFor = default_rule) -> Law:
+    """The exact law of the audit's round outcome, (l, g, emitted token classes...)."""
+    if problem.vocab > EXACT_VOCAB:
+        if rule_for is not default_rule or any(problem.greedy_modes):
+            raise ValueError(f"{problem.name}: binned laws cover random rows of the chain rule")
+        return binned_round_law(problem)
+    target, drafter, prompt = reference_models(problem)
+    classes, _ = token_classes(problem)
+    weight = Fraction(1, len(problem.draft_lengths) * len(problem.greedy_modes))
+    exact: dict[Outcome, Fraction] = {}
+    for length in problem.draft_lengths:
+        for greedy in problem.greedy_modes:
+            decoder = SpeculativeDecoder(
+                target, drafter, rule_for(greedy), FixedGamma(), gamma=length
+            )
+            for (emitted,), mass in round_law(decoder, [prompt]).items():
+                key = (length, int(greedy), *(int(classes[t]) for t in emitted))
+                exact[key] = exact.get(key, Fraction(0)) + weight * mass
+    return {k: float(v) for k, v in exact.items() if v > 0}
+
+
+def binned_round_law(problem: TableProblem) -> Law:
+    """The chain rule's round law of random rows with tokens mapped to classes, in float64."""
+    p, q = problem.p64(), problem.q64()
+    classes, count = token_classes(problem)
+    states = problem.states
+    next_state = np.arange(problem.vocab) % states
+    onehot_class = np.eye(count)[classes]  # [V, classes]
+    onehot_state = np.eye(states)[next_state]  # [V, states]
+    law: Law = {}
+    weight = 1.0 / len(problem.draft_lengths)
+    for length in problem.draft_lengths:
+        # paths: (classes so far, state) -> mass, all drafts so far accepted
+        paths: dict[tuple[tuple[int, ...], int], float] = {((), problem.prompt_state): 1.0}
+        for k in range(length + 1):
+            step: dict[tuple[tuple[int, ...], int], float] = {}
+            for (prefix, s), mass in paths.items():
+                final = p[k, s] if k == length else np.maximum(p[k, s] - q[k, s], 0.0)
+                ends = final @ onehot_class
+                for c in range(count):
+                    if ends[c] > 0:
+                        key = (length, 0, *prefix, c)
+                        law[key] = law.get(key, 0.0) + weight * mass * float(ends[c])
+                if k == length:
+                    continue
+                accepted = np.minimum(p[k, s], q[k, s])
+                moves = (accepted[:, None] * onehot_class)[:, :, None] * onehot_state[:, None]
+                totals = moves.sum(0)  # [classes, states]
+                for c, s2 in zip(*np.nonzero(totals), strict=True):
+                    key2 = ((*prefix, int(c)), int(s2))
+                    step[key2] = step.get(key2, 0.0) + mass * float(totals[c, s2])
+            paths = step
+    return law
+
+
+def length_law(law: Law) -> dict[int, float]:
+    """Marginal law of the number of tokens a round emits."""
+    out: dict[int, float] = {}
+    for key, mass in law.items():
+        out[len(key) - 2] = out.get(len(key) - 2, 0.0) + mass
+    return out
+
+
+def lengths_of(counts: dict[Outcome, int]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for key, count in counts.items():
+        out[len(key) - 2] = out.get(len(key) - 2, 0) + count
+    return out
+
+
+def tokens_law(problem: TableProblem) -> dict[tuple[int, ...], float]:
+    """The target's exact law of the classes of the first ``tokens`` output tokens (what a
+    lossless round completed from the target must follow), from the reference; greedy rows
+    follow the argmax target (``TargetModel.greedy``)."""
+    from specproof.reference import target_law
+
+    if problem.vocab > EXACT_VOCAB:
+        from .harness import exact_output_law
+
+        return exact_output_law(problem)
+    target, _, prompt = reference_models(problem)
+    classes, _ = token_classes(problem)
+    out: dict[tuple[int, ...], float] = {}
+    for greedy in problem.greedy_modes:
+        law = target_law(target.greedy() if greedy else target, [prompt], problem.num_tokens)
+        for (tokens,), mass in law.items():
+            key = tuple(int(classes[t]) for t in tokens)
+            out[key] = out.get(key, 0.0) + float(mass) / len(problem.greedy_modes)
+    return out

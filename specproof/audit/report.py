@@ -1,0 +1,96 @@
+"""Rows of an audit and the table the command prints."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One row of the audit table.
+
+    Statistical rows (``n`` set, ``alpha`` > 0) test a sampled law against an exact one: the
+    false-fail rate is at most ``alpha`` and the power at least 1 - ``beta`` against TV >=
+    ``delta``. Exact rows (``alpha`` = 0) cannot fail a correct subject: an impossible outcome,
+    a layout violation, or an exact TV computed by the reference.
+    """
+
+    case: str
+    check: str
+    n: int | None
+    tv_estimate: float | None
+    bound: float | None
+    alpha: float
+    beta: float | None
+    delta: float | None
+    verdict: str
+    detail: str = ""
+    exact_tv: str | None = None
+    round: int | None = None
+    """The first offending round, for exact failures found while sampling."""
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    @property
+    def exact(self) -> bool:
+        return self.alpha == 0
+
+    def result(self) -> str:
+        if self.exact_tv is not None:
+            return f"exact TV = {self.exact_tv}"
+        if not self.exact and self.tv_estimate is not None and self.bound is not None:
+            relation = "<" if self.passed else ">="
+            return f"TV estimate {self.tv_estimate:.4f} {relation} bound {self.bound:.4f}"
+        return self.detail
+
+
+@dataclass
+class AuditReport:
+    subject: str
+    kind: str
+    results: list[CaseResult] = field(default_factory=list)
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.results) and all(r.passed for r in self.results)
+
+    def table(self) -> str:
+        header = ("case", "check", "n", "result", "verdict")
+        rows = [
+            (r.case, r.check, "exact" if r.n is None else str(r.n), r.result(), r.verdict)
+            for r in self.results
+        ]
+        widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+        lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+        lines += [
+            "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+        ]
+        notes = [f"  {r.detail}" for r in self.results if not r.passed and r.detail]
+        footer = list(self.notes)
+        statistical = [r for r in self.results if not r.exact and r.beta is not None]
+        if statistical:
+            r = statistical[0]
+            footer.append(
+                f"statistical rows: false-fail rate <= alpha = {r.alpha:g} each; n gives power "
+                f">= 1 - beta = {1 - (r.beta or 0):g} against TV >= delta = {r.delta:g}"
+            )
+        if any(r.exact for r in self.results):
+            footer.append("exact rows: no false-fail risk (alpha = 0)")
+        verdict = "PASS" if self.passed else "FAIL"
+        footer.append(f"{self.kind} {self.subject}: {verdict} ({self.seconds:.1f} s)")
+        return "\n".join(lines + notes + footer)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "kind": self.kind,
+            "passed": self.passed,
+            "seconds": self.seconds,
+            "notes": self.notes,
+            "results": [{**asdict(r), "passed": r.passed} for r in self.results],
+        }

@@ -1,0 +1,328 @@
+"""Audits: a chain verifier (or a drafter) sampled on the battery, a scheduler exactly.
+
+Coverage of a verifier round, by construction: the "round" row tests the joint law of
+(draft length, row kind, every emitted token), which determines the accepted length, each
+accepted draft, the correction token after a rejection at any position and the bonus token after
+full acceptance. Any discrepancy in the law of any emitted token, or of their number, is at most
+the TV of that joint law, which the row detects with power >= 1 - beta once it reaches delta.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any, TextIO
+
+from specproof.reference import (
+    BlockRule,
+    Case,
+    ChainRule,
+    SpecInferRule,
+    VerificationRule,
+    distance_from_target,
+)
+from specproof.stats import HashPartition, goodness_of_fit, required_samples
+
+from .cases import applies, scheduler_cases, verifier_problems
+from .harness import (
+    CaseTimeout,
+    DraftFn,
+    RoundFn,
+    Sampled,
+    Signature,
+    TableProblem,
+    Verifier,
+    VerifierError,
+    first_round_of,
+    observed_classes,
+    round_counts,
+    sample_rounds,
+    verifier_round,
+)
+from .laws import Law, exact_round_law, length_law, lengths_of, tokens_law
+from .report import AuditReport, CaseResult
+
+DEFAULT_ALPHA = 1e-6
+DEFAULT_BETA = 1e-4
+DEFAULT_DELTA = 0.05
+DEFAULT_TOLERANCE = 1e-4
+"""TV a correct float32 verifier may differ by (rounding in its sums and draws)."""
+DEFAULT_TIMEOUT = 600.0
+"""Seconds one case may take before it fails as timed out."""
+
+Lines = Callable[[str], None]
+
+
+def _name(fn: Callable[..., object]) -> str:
+    return str(getattr(fn, "name", None) or getattr(fn, "__name__", None) or type(fn).__name__)
+
+
+def progress_bar(stream: TextIO | None = None) -> Callable[[str], Callable[[int, int], None]]:
+    """A factory of one-line progress bars on stderr, one per case."""
+    out = stream or sys.stderr
+
+    def for_case(label: str) -> Callable[[int, int], None]:
+        def update(done: int, total: int) -> None:
+            filled = int(30 * done / max(total, 1))
+            line = f"\r  {label:<16} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} rounds"
+            print(line, end="\n" if done >= total else "", file=out, flush=True)
+
+        return update
+
+    return for_case
+
+
+def cells_needed(law: Mapping[Any, object], tolerance: float) -> int:
+    return len(law) + (1 if tolerance > 0 else 0)
+
+
+def rounds_needed(
+    laws: Sequence[Mapping[Any, object]], alpha: float, beta: float, delta: float, tolerance: float
+) -> int:
+    """The n at which every row of a case reaches power 1 - beta against TV >= delta."""
+    return max(
+        required_samples(delta, alpha, beta, cells_needed(law, tolerance), tolerance)
+        for law in laws
+    )
+
+
+def _impossible(
+    problem: TableProblem, sampled: Sampled, counts: dict, law: Law
+) -> CaseResult | None:
+    outside = [key for key in counts if key not in law]
+    if not outside:
+        return None
+    first = min(outside, key=lambda key: first_round_of(problem, sampled, key))
+    index = first_round_of(problem, sampled, first)
+    length, greedy, *tokens = first
+    what = f"draft length {length}, {'greedy' if greedy else 'random'} row, emitted {tuple(tokens)}"
+    detail = (
+        f"{problem.name}/support: impossible outcome in round {index} ({what}): exact "
+        f"probability 0; {sum(counts[k] for k in outside)} such rounds of {len(sampled.lengths)}"
+    )
+    return CaseResult(
+        problem.name,
+        "support",
+        len(sampled.lengths),
+        None,
+        None,
+        0.0,
+        None,
+        None,
+        "FAIL",
+        detail,
+        round=index,
+    )
+
+
+def audit_problem(
+    problem: TableProblem,
+    round_fn: RoundFn,
+    *,
+    alpha: float,
+    beta: float,
+    delta: float,
+    tolerance: float,
+    seed: int,
+    round_law: Law | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: Callable[[int, int], None] | None = None,
+    lossless_only: bool = False,
+) -> list[CaseResult]:
+    """The rows of one case: layout (exact), support (exact), round, tokens and length.
+
+    ``lossless_only`` keeps only the target-law row "tokens" (for drafters, whose reported q
+    legitimately changes the round law)."""
+    exact_law = exact_round_law(problem) if round_law is None else round_law
+    lengths = length_law(exact_law)
+    completed = tokens_law(problem)
+    bins = HashPartition(8, salt=seed) if len(completed) > 120 else None
+    checked = (
+        [bins.law(completed) if bins else completed]
+        if lossless_only
+        else [exact_law, completed, lengths]
+    )
+    n = rounds_needed(checked, alpha, beta, delta, tolerance)
+    deadline = time.monotonic() + timeout
+    stat = (alpha, beta, delta)
+    try:
+        sampled = sample_rounds(problem, round_fn, n, seed, progress=progress, deadline=deadline)
+    except VerifierError as error:
+        where = f" in round {error.round}" if error.round is not None else ""
+        detail = f"{problem.name}/layout: {error.message}{where}"
+        return [
+            CaseResult(
+                problem.name,
+                "layout",
+                n,
+                None,
+                None,
+                0.0,
+                None,
+                None,
+                "FAIL",
+                detail,
+                round=error.round,
+            )
+        ]
+    except CaseTimeout as error:
+        detail = f"{problem.name}: timed out after {timeout:g} s ({error})"
+        return [CaseResult(problem.name, "timeout", n, None, None, 0.0, None, None, "FAIL", detail)]
+    except Exception as error:  # a crash is a failed case, reported with its message
+        detail = f"{problem.name}: {type(error).__name__}: {error}"
+        return [CaseResult(problem.name, "runs", n, None, None, 0.0, None, None, "FAIL", detail)]
+    rows = [
+        CaseResult(
+            problem.name, "layout", n, None, None, 0.0, None, None, "pass", "every row well formed"
+        )
+    ]
+    counts = round_counts(problem, sampled)
+    if not lossless_only:
+        impossible = _impossible(problem, sampled, counts, exact_law)
+        rows.append(
+            impossible
+            or CaseResult(
+                problem.name,
+                "support",
+                n,
+                None,
+                None,
+                0.0,
+                None,
+                None,
+                "pass",
+                "no impossible outcome",
+            )
+        )
+    tokens_samples = observed_classes(problem, sampled.outputs)
+    checks: list[
+        tuple[
+            str, Iterable[Hashable] | Mapping[Any, int], Mapping[Any, float], HashPartition | None
+        ]
+    ] = [("tokens", tokens_samples, completed, bins)]
+    if not lossless_only:
+        checks = [
+            ("round", counts, exact_law, None),
+            *checks,
+            ("length", lengths_of(counts), lengths, None),
+        ]
+    for check, samples, law, part in checks:
+        fit = goodness_of_fit(
+            samples,
+            law,
+            alpha=alpha,
+            beta=beta,
+            delta=delta,
+            tolerance=tolerance,
+            partition=part,
+            name=f"{problem.name}/{check}",
+        )
+        rows.append(
+            CaseResult(
+                problem.name,
+                check,
+                fit.n,
+                fit.tv_estimate,
+                fit.bound,
+                *stat,
+                fit.verdict,
+                fit.describe(),
+            )
+        )
+    return rows
+
+
+def audit_verifier(
+    fn: Verifier,
+    signature: Signature,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    beta: float = DEFAULT_BETA,
+    delta: float = DEFAULT_DELTA,
+    tolerance: float = DEFAULT_TOLERANCE,
+    seed: int = 0,
+    problems: Sequence[TableProblem] | None = None,
+    subject: str = "",
+    progress: Lines | None = None,
+    bars: Callable[[str], Callable[[int, int], None]] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    drafter: DraftFn | None = None,
+) -> AuditReport:
+    """Sample ``fn`` on every problem its signature can express; every statistical row has
+    false-fail rate <= alpha and power >= 1 - beta against TV >= delta in the law it tests."""
+    start = time.perf_counter()
+    kind = f"{signature} verifier" if drafter is None else f"drafter (verified by {signature})"
+    report = AuditReport(subject or _name(drafter or fn), kind)
+    for problem in problems if problems is not None else verifier_problems(seed):
+        if not applies(problem, signature) or (drafter is not None and problem.ngram):
+            continue
+        if progress:
+            progress(f"{problem.name}: {problem.description}")
+        report.results += audit_problem(
+            problem,
+            verifier_round(fn, signature, drafter),
+            alpha=alpha,
+            beta=beta,
+            delta=delta,
+            tolerance=tolerance,
+            seed=seed,
+            timeout=timeout,
+            progress=bars(problem.name) if bars else None,
+            lossless_only=drafter is not None,
+        )
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+# Schedulers -------------------------------------------------------------------------------
+
+
+def default_rules() -> list[VerificationRule]:
+    return [ChainRule(), SpecInferRule(2), BlockRule()]
+
+
+def audit_scheduler(
+    fn: Callable[..., list[int]],
+    *,
+    cases: Sequence[Case] | None = None,
+    rules: Sequence[VerificationRule] | None = None,
+    subject: str = "",
+    progress: Lines | None = None,
+) -> AuditReport:
+    """Exact law of the reference decoder with ``fn`` as scheduler, for every case x rule; a
+    case passes only if the output law equals the target law exactly (TV = 0)."""
+    start = time.perf_counter()
+    report = AuditReport(subject or _name(fn), "scheduler")
+    for case in cases if cases is not None else scheduler_cases():
+        for rule in rules if rules is not None else default_rules():
+            if progress:
+                progress(f"{case.name} x {rule.name}: exact law")
+            try:
+                tv = distance_from_target(case.decoder(fn, rule), case.prompts, case.num_tokens)
+            except Exception as error:
+                detail = f"{case.name}/{rule.name}: {type(error).__name__}: {error}"
+                report.results.append(
+                    CaseResult(
+                        case.name, rule.name, None, None, None, 0.0, None, None, "FAIL", detail
+                    )
+                )
+                continue
+            detail = f"{case.name}/{rule.name}: exact TV from the target law = {tv} (lossy)"
+            report.results.append(
+                CaseResult(
+                    case.name,
+                    rule.name,
+                    None,
+                    float(tv),
+                    None,
+                    0.0,
+                    None,
+                    None,
+                    "pass" if tv == 0 else "FAIL",
+                    detail,
+                    exact_tv=str(tv),
+                )
+            )
+    report.seconds = time.perf_counter() - start
+    return report
