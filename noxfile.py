@@ -148,6 +148,15 @@ def calibration(session: nox.Session) -> None:
 
 @nox.session(**SHARED, default=False)
 def e2e(session: nox.Session) -> None:
-    """Train the small target and drafters here and regenerate the end-to-end tables."""
+    """Load the shipped target and drafters and regenerate the end-to-end tables
+    (``-- --from-scratch`` trains small ones here instead)."""
     install(session, "test,e2e")
     session.run("python", "-m", "specproof.e2e.run", *session.posargs)
+
+
+@nox.session(**SHARED, name="train-target", default=False)
+def train_target(session: nox.Session) -> None:
+    """Train the shipped target and both drafters (fixed steps, seeds and data) and write
+    them to specproof/e2e/weights/ as bf16 safetensors."""
+    install(session, "test,e2e")
+    session.run("python", "-m", "specproof.e2e.ship", *session.posargs)

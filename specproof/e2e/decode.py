@@ -23,6 +23,11 @@ from specproof.optimized import chain_verify
 from .drafters import Proposal, tempered_probs
 from .target import Target, TargetOutput
 
+PHASES = ("draft", "confidences", "schedule", "target pass", "verify", "commit")
+"""The phases of a round; "draft" includes DSpark's confidence head (computed with the block),
+"confidences" is their calibration and the copy to the host, "commit" the cache commits,
+the drafter's update and the scatter of the emitted tokens."""
+
 Schedule = Callable[[Sequence[Sequence[float]], Callable[[int], float] | None], list[int]]
 
 
@@ -42,6 +47,7 @@ class VerifyStep(Protocol):
         round_index: int,
         request_ids: torch.Tensor,
         temperature: float,
+        generator: torch.Generator,
     ) -> tuple[torch.Tensor, torch.Tensor]: ...
 
 
@@ -55,8 +61,10 @@ def optimized_chain_verify(
     round_index: int,
     request_ids: torch.Tensor,
     temperature: float,
+    generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`specproof.optimized.chain_verify` (torch backend) on probability rows."""
+    """:func:`specproof.optimized.chain_verify` (torch backend) on probability rows; its
+    Philox uniforms are addressed by (seed, round, request), so ``generator`` is unused."""
     result = chain_verify(
         target_probs,
         draft_probs,
@@ -74,7 +82,7 @@ def optimized_chain_verify(
 class Drafter(Protocol):
     gamma: int
 
-    def start(self, batch: int) -> Any: ...
+    def start(self, batch: int, capacity: int | None = None) -> Any: ...
 
     def observe(
         self, state: Any, output: TargetOutput, next_tokens: torch.Tensor, counts: torch.Tensor
@@ -95,6 +103,8 @@ class RoundLog:
     accepted: list[int]
     confidence_logits: np.ndarray | None
     seconds: float = 0.0
+    phases: list[float] = field(default_factory=list)
+    """Seconds per phase, in the order of :data:`PHASES`."""
 
 
 @dataclass
@@ -146,6 +156,11 @@ def speculative_generate(
     ``schedule`` receives the active requests' confidences c_{r,k} as floats (all 1.0 for a
     drafter without a confidence head) and must be non-anticipating for the output to follow
     the target's law (Algorithm 1 with its break, fixed gamma and static thresholds are).
+
+    The round has no loop over requests: emitted tokens are scattered into one output buffer.
+    Its host syncs are the ones an engine makes too: the confidences for the scheduler, which
+    runs on the host, and the number of requests still decoding. Round logs are read back once,
+    after the last round.
     """
     batch = len(prompts)
     gamma = drafter.gamma
@@ -162,38 +177,54 @@ def speculative_generate(
     for r, p in enumerate(prompts):
         padded[r, : len(p)] = torch.tensor(list(p))
 
-    cache = target.new_cache(batch)
-    state = drafter.start(batch)
+    cache = target.new_cache(batch, needed)
+    state = drafter.start(batch, needed)
     prefill_counts = lengths - 1
-    output = target.extend(padded[:, :-1], prefill_counts, cache)
+    if batch > 1 and all(list(p) == list(prompts[0]) for p in prompts[1:]):
+        # One prompt for every request (the losslessness checks): prefill it once.
+        shared = target.new_cache(1, needed)
+        one = target.extend(padded[:1, :-1], prefill_counts[:1], shared)
+        cache.keys[:] = shared.keys
+        cache.values[:] = shared.values
+        output = TargetOutput(*(t.expand(batch, *t.shape[1:]) for t in one))
+    else:
+        output = target.extend(padded[:, :-1], prefill_counts, cache)
     cache.commit(prefill_counts)
     drafter.observe(state, output, padded[:, 1:], prefill_counts)
     pending = padded[torch.arange(batch), lengths - 1]
 
-    generated: list[list[int]] = [[] for _ in range(batch)]
-    result = DecodeResult(generated)
+    buffer = torch.zeros(batch, max_new_tokens + gamma + 1, dtype=torch.int64)
+    produced = torch.zeros(batch, dtype=torch.int64)
+    columns = torch.arange(gamma + 1)
+    logged: list[tuple[list[int], torch.Tensor, torch.Tensor, torch.Tensor | None]] = []
+    phase_log: list[list[float]] = []
     round_index = 0
-    start = time.perf_counter()
+    clock = time.perf_counter
+    start = clock()
     while True:
-        active = [r for r in range(batch) if len(generated[r]) < max_new_tokens]
+        active_mask = produced < max_new_tokens
+        active = active_mask.nonzero().squeeze(1).tolist()
         if not active:
             break
-        round_start = time.perf_counter()
+        t0 = clock()
         proposal = drafter.propose(state, pending, temperature, generator)
+        t1 = clock()
         logits = proposal.confidence_logits
         if logits is None:
             rows = [[1.0] * gamma for _ in active]
         else:
             rows = calibrated(logits[active], confidence_temperatures).tolist()
+        t2 = clock()
         scheduled = schedule(rows, sps)
         schedule_lengths = torch.zeros(batch, dtype=torch.int64)
         schedule_lengths[active] = torch.tensor(scheduled, dtype=torch.int64)
-        counts = torch.zeros(batch, dtype=torch.int64)
-        counts[active] = schedule_lengths[active] + 1
-        n = int(schedule_lengths.max())
+        counts = torch.where(active_mask, schedule_lengths + 1, 0)
+        n = max(scheduled)
+        t3 = clock()
         verify_tokens = torch.cat((pending[:, None], proposal.tokens[:, :n]), dim=1)
         output = target.extend(verify_tokens, counts, cache)
         target_probs = tempered_probs(output.logits, temperature)
+        t4 = clock()
         emitted, accepted = verify(
             target_probs,
             proposal.probs[:, :n],
@@ -203,27 +234,40 @@ def speculative_generate(
             round_index=round_index,
             request_ids=request_ids,
             temperature=temperature,
+            generator=generator,
         )
-        keep = torch.zeros(batch, dtype=torch.int64)
-        keep[active] = accepted[active] + 1
+        t5 = clock()
+        keep = torch.where(active_mask, accepted + 1, 0)
         cache.commit(keep)
         drafter.observe(state, output, emitted.clamp(min=0), keep)
-        for r in active:
-            count = int(keep[r])
-            generated[r].extend(emitted[r, :count].tolist())
-            pending[r] = emitted[r, count - 1]
-        result.rounds.append(
+        slots = columns[: n + 1]
+        written = slots[None, :] < keep[:, None]
+        targets = (produced[:, None] + slots[None, :]).clamp(max=buffer.shape[1] - 1)
+        buffer.scatter_(
+            1, targets, torch.where(written, emitted.clamp(min=0), buffer.gather(1, targets))
+        )
+        pending = torch.where(
+            keep > 0, emitted.gather(1, (keep - 1).clamp(min=0)[:, None])[:, 0], pending
+        )
+        produced = produced + keep
+        t6 = clock()
+        logged.append((active, schedule_lengths, accepted, None if logits is None else logits))
+        phase_log.append([t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5])
+        round_index += 1
+    seconds = clock() - start
+    rounds = []
+    for (active, schedule_lengths, accepted, logits), phases in zip(logged, phase_log, strict=True):
+        rounds.append(
             RoundLog(
-                scheduled=[int(schedule_lengths[r]) for r in active],
-                accepted=[int(accepted[r]) for r in active],
+                scheduled=schedule_lengths[active].tolist(),
+                accepted=accepted[active].tolist(),
                 confidence_logits=None if logits is None else logits[active].numpy().copy(),
-                seconds=time.perf_counter() - round_start,
+                seconds=sum(phases),
+                phases=phases,
             )
         )
-        round_index += 1
-    result.seconds = time.perf_counter() - start
-    result.tokens = [g[:max_new_tokens] for g in generated]
-    return result
+    tokens = [buffer[r, :max_new_tokens].tolist() for r in range(batch)]
+    return DecodeResult(tokens, rounds, seconds)
 
 
 @torch.no_grad()
@@ -243,8 +287,7 @@ def autoregressive_generate(
     padded = torch.zeros(batch, width, dtype=torch.int64)
     for r, p in enumerate(prompts):
         padded[r, : len(p)] = torch.tensor(list(p))
-    cache = target.new_cache(batch)
-    cache.commit(torch.zeros(batch, dtype=torch.int64))
+    cache = target.new_cache(batch, width + max_new_tokens + 1)
     output = target.extend(padded, lengths, cache)
     cache.commit(lengths)
     last = output.logits[torch.arange(batch), lengths - 1]

@@ -204,11 +204,12 @@ class DSparkDrafter(nn.Module):
         return logits.reshape(batch, count, gamma, -1), conf.reshape(batch, count, gamma)
 
     # -- inference
-    def start(self, batch: int) -> DSparkState:
+    def start(self, batch: int, capacity: int | None = None) -> DSparkState:
         tc = self.frozen_target.config
         head_dim = tc.d_model // self.config.n_heads
+        size = capacity or tc.max_len
         return DSparkState(
-            KVCache(self.config.n_layers, batch, tc.max_len, self.config.n_heads, head_dim),
+            KVCache(self.config.n_layers, batch, size, self.config.n_heads, head_dim),
             tc.d_model,
         )
 
@@ -263,11 +264,19 @@ class DSparkDrafter(nn.Module):
             assert isinstance(layer, ContextLayer)
             x = layer(x, cos, sin, cache.keys[index][:, :span], cache.values[index][:, :span], mask)
         parallel = self.parallel_logits(x)
+        # The Markov head and the confidence head's token term depend on x_{k-1} alone: as
+        # [V, V] and [V] tables, each sequential step is two lookups, a softmax and a draw.
+        markov_table = self.markov_out(self.markov_in.weight)
+        d = x.shape[-1]
+        weight = self.confidence.weight[0]
+        confidence_hidden = x @ weight[:d] + self.confidence.bias
+        confidence_token = self.markov_in.weight @ weight[d:]
+        scale = 1.0 if temperature == 0 else 1.0 / temperature
         tokens, probs, confidences = [], [], []
         previous = pending
         for k in range(gamma):
-            confidences.append(self.confidence_logit(x[:, k], previous))
-            q = tempered_probs(parallel[:, k] + self.markov_bias(previous), temperature)
+            confidences.append(confidence_hidden[:, k] + confidence_token[previous])
+            q = torch.softmax((parallel[:, k] + markov_table[previous]).float() * scale, dim=-1)
             previous = draw(q, temperature, generator)
             tokens.append(previous)
             probs.append(q)
@@ -372,10 +381,11 @@ class EagleDrafter(nn.Module):
         predicted = self.layer.forward_full(x, target.rope_cos[:width], target.rope_sin[:width])
         return predicted, target.logits_of(predicted)
 
-    def start(self, batch: int) -> EagleState:
+    def start(self, batch: int, capacity: int | None = None) -> EagleState:
         tc = self.frozen_target.config
         head_dim = tc.d_model // self.config.n_heads
-        return EagleState(KVCache(1, batch, tc.max_len, self.config.n_heads, head_dim))
+        size = capacity or tc.max_len
+        return EagleState(KVCache(1, batch, size, self.config.n_heads, head_dim))
 
     def _step(
         self, cache: KVCache, x: torch.Tensor, counts: torch.Tensor, starts: torch.Tensor
@@ -396,6 +406,31 @@ class EagleDrafter(nn.Module):
             span,
         )
         return ragged.pad(out, batch, width)
+
+    def _single_step(
+        self, cache: KVCache, x: torch.Tensor, positions: torch.Tensor
+    ) -> torch.Tensor:
+        """One token per request, x [R, d] at ``positions`` [R]: the layer with its keys and
+        values written into the cache (scratch past the committed lengths); returns [R, d]."""
+        block = self.layer
+        target = self.frozen_target
+        rows = torch.arange(len(positions))
+        cos, sin = target.rope_cos[positions], target.rope_sin[positions]
+        q, k, v = block.attn.split(block.norm1(x))
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        keys, values = cache.keys[0], cache.values[0]
+        keys[rows, positions] = k
+        values[rows, positions] = v
+        span = int(positions.max()) + 1
+        mask = torch.arange(span)[None, :] <= positions[:, None]
+        a = F.scaled_dot_product_attention(
+            q[:, :, None],
+            keys[:, :span].transpose(1, 2),
+            values[:, :span].transpose(1, 2),
+            attn_mask=mask[:, None, None],
+        )
+        x = x + block.attn.out(a[:, :, 0].flatten(-2))
+        return x + block.mlp(block.norm2(x))
 
     @torch.no_grad()
     def observe(
@@ -429,7 +464,6 @@ class EagleDrafter(nn.Module):
         cache = state.cache
         target = self.frozen_target
         feature = state.first_feature
-        ones = torch.ones_like(pending)
         tokens, probs = [], []
         for k in range(self.gamma):
             q = tempered_probs(target.logits_of(feature), temperature)
@@ -437,8 +471,8 @@ class EagleDrafter(nn.Module):
             tokens.append(token)
             probs.append(q)
             if k + 1 < self.gamma:
-                x = self.inputs(token[:, None], feature[:, None])
-                feature = self._step(cache, x, ones, cache.lengths + k)[:, 0]
+                x = self.inputs(token, feature)
+                feature = self._single_step(cache, x, cache.lengths + k)
         return Proposal(torch.stack(tokens, 1), torch.stack(probs, 1), None)
 
 

@@ -9,7 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .decode import DecodeResult, Drafter, speculative_generate
+from .decode import (
+    DecodeResult,
+    Drafter,
+    VerifyStep,
+    optimized_chain_verify,
+    speculative_generate,
+)
 from .target import Target
 
 
@@ -180,6 +186,7 @@ def profile_sps(
     sweeps: int = 9,
     max_seconds: float = 50.0,
     min_sweeps: int = 3,
+    verify: VerifyStep = optimized_chain_verify,
 ) -> SpsProfile:
     """Time whole decoding rounds verifying B = R..R * (gamma + 1) tokens, R = len(chunk),
     decoding the prompt ``chunks`` in turn (temperature 1), interleaved over ``sweeps``
@@ -204,6 +211,7 @@ def profile_sps(
             temperature=1.0,
             schedule=SpreadSchedule(size),
             seed=seed + visits,
+            verify=verify,
         )
         visits += 1
         return [r.seconds for r in result.rounds if len(r.scheduled) == requests]

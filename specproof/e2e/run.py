@@ -30,16 +30,23 @@ from specproof.stats import required_samples
 from .calibration import cumulative_ece, fit_sts, reliability_bins
 from .compare import Decoder, interleaved, speed_entry
 from .data import Corpus, WindowSampler, load_corpora, prompts_from
-from .decode import (
-    DecodeResult,
-    Drafter,
-    Schedule,
-    autoregressive_generate,
-    speculative_generate,
-)
+from .decode import DecodeResult, Drafter, Schedule, VerifyStep, optimized_chain_verify
 from .drafters import DSparkConfig, DSparkDrafter, EagleConfig, EagleDrafter
+from .experiments import (
+    Setting,
+    best_fixed_gamma,
+    compare,
+    drafting_ms,
+    phase_breakdown,
+    scheduler_test,
+    speculative_decoder,
+    target_decoder,
+    target_step_ms,
+    with_gamma,
+)
 from .lossless import first_tokens_law, float32_gap, losslessness_test, sample_first_tokens
 from .measure import (
+    SpsProfile,
     acceptance_counts,
     conditional_acceptance,
     confidence_records,
@@ -48,6 +55,7 @@ from .measure import (
     tokens_per_second,
 )
 from .report import write_tables
+from .ship import SHIP, SHIPPED_DIR
 from .target import Target, TargetConfig, parameter_count
 from .train import (
     MixedSource,
@@ -58,9 +66,14 @@ from .train import (
     train_eagle,
     train_target,
 )
+from .verify import generator_chain_verify
 from .weights import load_weights, save_weights
 
 DOMAIN_WEIGHTS = {"code": 0.7, "prose": 0.3}
+FAST_VERIFY: VerifyStep = generator_chain_verify
+"""The verifier of the speed tables; see :mod:`specproof.e2e.verify` for why."""
+SIGN_TEST_ALPHA = 0.05
+SIGN_TEST_SLOWER_SHARE = 0.9
 LOSSLESS_BETA = 1e-3
 LOSSLESS_TOLERANCE = 1e-4
 RANK_CELLS = 9
@@ -93,6 +106,14 @@ class Plan:
     pool_size: int
     pool_prefix: int
     threshold: Fraction
+    latency_prompts: int = 12
+    """Batch-1 decodes per domain and temperature (each its own chunk)."""
+    scheduler_chunks: int = 6
+    """Chunks per domain at each batch size of the scheduler comparison."""
+    scheduler_batches: tuple[int, ...] = (4, 8)
+    sweep_chunks: int = 2
+    """Calibration chunks per domain for the fixed-gamma sweep."""
+    lossless_batch: int = 700
 
 
 FULL = Plan(
@@ -151,7 +172,28 @@ SMOKE = Plan(
     pool_size=8,
     pool_prefix=4,
     threshold=Fraction(1, 2),
+    latency_prompts=1,
+    scheduler_chunks=1,
+    scheduler_batches=(2, 3),
+    sweep_chunks=1,
+    lossless_batch=400,
 )
+
+SHIPPED = replace(
+    FULL,
+    target=SHIP.target,
+    dspark=SHIP.dspark,
+    eagle=SHIP.eagle,
+    new_tokens=64,
+    calibration_prompts=16,
+    evaluation_prompts=16,
+    bits_batches=4,
+    sps_new_tokens=24,
+    sps_sweeps=5,
+    sps_seconds=20.0,
+    lossless_delta=0.15,
+)
+"""Measurement sizes for the shipped models (trained by ``nox -s train-target``)."""
 
 
 def load_target(directory: Path) -> Target:
@@ -177,45 +219,6 @@ def load_eagle(directory: Path, target: Target) -> EagleDrafter:
 
 def batched(items: Sequence[list[int]], size: int) -> list[list[list[int]]]:
     return [list(items[i : i + size]) for i in range(0, len(items), size)]
-
-
-def speculative(
-    target: Target,
-    drafter: Drafter,
-    plan: Plan,
-    temperature: float,
-    schedule: Schedule,
-    seed: int,
-    sps: Callable[[int], float] | None = None,
-    confidence_temperatures: Sequence[float] | None = None,
-) -> Decoder:
-    """A chunk decoder for :func:`interleaved`: speculative decoding, seed + chunk index."""
-
-    def decode(chunk: list[list[int]], index: int) -> DecodeResult:
-        return speculative_generate(
-            target,
-            drafter,
-            chunk,
-            plan.new_tokens,
-            temperature=temperature,
-            schedule=schedule,
-            sps=sps,
-            confidence_temperatures=confidence_temperatures,
-            seed=seed + index,
-        )
-
-    return decode
-
-
-def autoregressive(target: Target, plan: Plan, temperature: float, seed: int) -> Decoder:
-    """A chunk decoder for :func:`interleaved`: the target alone, seed + chunk index."""
-
-    def decode(chunk: list[list[int]], index: int) -> DecodeResult:
-        return autoregressive_generate(
-            target, chunk, plan.new_tokens, temperature=temperature, seed=seed + index
-        )
-
-    return decode
 
 
 def summary(results: Sequence[DecodeResult], gamma: int) -> dict[str, Any]:
@@ -262,27 +265,22 @@ def calibration_entry(
     }
 
 
-def run(
-    plan: Plan,
-    budget_minutes: float,
-    out: Path,
-    artifacts: Path,
-    seed: int,
-    markdown_path: Path = Path("BENCHMARKS.md"),
-) -> dict[str, Any]:
-    started = time.perf_counter()
-    torch.manual_seed(seed)
-    budget = budget_minutes * 60
-    print(f"budget {budget_minutes} min; loading corpora")
-    corpora: dict[str, Corpus] = load_corpora()
+@dataclass
+class Models:
+    target: Target
+    dspark: DSparkDrafter
+    eagle: EagleDrafter
+    training: dict[str, Any]
+    source: str
+
+
+def train_from_scratch(
+    plan: Plan, budget: float, artifacts: Path, corpora: dict[str, Corpus], seed: int
+) -> Models:
+    """Train all three models within the budget's shares, save them and load them back."""
     train_sampler = WindowSampler(
         {k: c.stream("train") for k, c in corpora.items()}, DOMAIN_WEIGHTS, seed
     )
-    held_out = {
-        k: WindowSampler({k: c.stream("evaluation")}, {k: 1.0}, seed + 1)
-        for k, c in corpora.items()
-    }
-
     target = Target(plan.target)
     print(f"target: {parameter_count(target)} parameters")
     target_report = train_target(
@@ -292,48 +290,372 @@ def run(
     )
     save_weights(target, plan.target.as_dict(), artifacts, "target")
     target = load_target(artifacts)
-    bits = {
-        k: bits_per_byte(target, s, plan.bits_batches, plan.target_batch, plan.window)
-        for k, s in held_out.items()
-    }
-    print(f"held-out bits per byte: {bits}")
-
     pool_started = time.perf_counter()
     pool = generate_pool(
         target, train_sampler, plan.pool_size, plan.pool_prefix, plan.window, (1.0, 0.0), seed
     )
     pool_seconds = time.perf_counter() - pool_started
     print(f"{len(pool)} target-written windows in {pool_seconds:.0f}s")
-    drafter_source = MixedSource(train_sampler, pool, seed)
     drafter_seconds = budget * plan.drafter_share
+
+    def source() -> MixedSource:
+        return MixedSource(
+            WindowSampler({k: c.stream("train") for k, c in corpora.items()}, DOMAIN_WEIGHTS, seed),
+            pool,
+            seed,
+        )
+
+    settings = TrainSettings(drafter_seconds, plan.drafter_batch, plan.window, plan.drafter_lr)
     dspark = DSparkDrafter(target, plan.dspark)
-    dspark_report = train_dspark(
-        dspark,
-        drafter_source,
-        TrainSettings(drafter_seconds, plan.drafter_batch, plan.window, plan.drafter_lr),
-        plan.anchors_per_window,
-        seed=seed,
-    )
+    dspark_report = train_dspark(dspark, source(), settings, plan.anchors_per_window, seed=seed)
     save_weights(dspark, plan.dspark.as_dict(), artifacts, "dspark")
     eagle = EagleDrafter(target, plan.eagle)
-    eagle_report = train_eagle(
-        eagle,
-        drafter_source,
-        TrainSettings(drafter_seconds, plan.drafter_batch, plan.window, plan.drafter_lr),
-    )
+    eagle_report = train_eagle(eagle, source(), settings)
     save_weights(eagle, plan.eagle.as_dict(), artifacts, "eagle")
-    dspark = load_dspark(artifacts, target)
-    eagle = load_eagle(artifacts, target)
+    training = {
+        "target": asdict(target_report),
+        "dspark": asdict(dspark_report),
+        "eagle": asdict(eagle_report),
+        "pool": {"windows": len(pool), "seconds": pool_seconds},
+    }
+    return Models(
+        target, load_dspark(artifacts, target), load_eagle(artifacts, target), training, "scratch"
+    )
+
+
+def load_shipped(directory: Path) -> Models:
+    """The weights ``nox -s train-target`` wrote (bf16 on disk, float32 in memory)."""
+    if not (directory / "training.json").exists():
+        raise FileNotFoundError(
+            f"no shipped weights in {directory}: run `nox -s train-target`, or pass --from-scratch"
+        )
+    report = json.loads((directory / "training.json").read_text())
+    target = load_target(directory)
+    training = {
+        **report["training"],
+        "pool": {"windows": report["training"]["pool_windows"], "seconds": float("nan")},
+        "shipped": {k: v for k, v in report.items() if k != "training"},
+    }
+    return Models(
+        target, load_dspark(directory, target), load_eagle(directory, target), training, "shipped"
+    )
+
+
+def measure_latency(
+    models: Models,
+    plan: Plan,
+    setting: Setting,
+    prompts: dict[str, list[list[int]]],
+    sts_fits: dict[str, dict[str, Any]],
+    sps_one: Callable[[int], float],
+    eagle_gamma_matched: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Batch size 1: every decoder on every prompt, per domain and temperature."""
+    gamma = plan.dspark.gamma
+    target, dspark, eagle = models.target, models.dspark, models.eagle
+    out: dict[str, Any] = {}
+    for domain, domain_prompts in prompts.items():
+        chunks = batched(domain_prompts[: plan.latency_prompts], 1)
+        for temperature in TEMPERATURES:
+            sts = sts_fits[f"{temperature:g}"]["temperatures"]
+            decoders: dict[str, Decoder] = {
+                "DSpark + Algorithm 1": speculative_decoder(
+                    target, dspark, setting, temperature, Algorithm1(), seed, sps_one, sts
+                ),
+                f"DSpark, fixed gamma={gamma}": speculative_decoder(
+                    target, dspark, setting, temperature, FixedGamma(), seed
+                ),
+                f"EAGLE-style, fixed gamma={gamma}": speculative_decoder(
+                    target, eagle, setting, temperature, FixedGamma(), seed
+                ),
+                "target only": target_decoder(target, setting, temperature, seed + 1),
+            }
+            if eagle_gamma_matched != gamma:
+                decoders[f"EAGLE-style, gamma={eagle_gamma_matched} (DSpark's drafting time)"] = (
+                    speculative_decoder(
+                        target,
+                        with_gamma(eagle, eagle_gamma_matched),
+                        setting,
+                        temperature,
+                        FixedGamma(),
+                        seed,
+                    )
+                )
+            key = f"{domain}/T={temperature:g}"
+            runs = interleaved(decoders, chunks, seed + 7)
+            rows: dict[str, Any] = {}
+            for label, decoded in runs.items():
+                speed = speed_entry(decoded, runs["target only"])
+                if label == "target only":
+                    rows[label] = {
+                        "tau": 1.0,
+                        **speed,
+                        "step_ms": target_step_ms(decoded, setting.new_tokens),
+                    }
+                else:
+                    rows[label] = {
+                        **summary(decoded, gamma),
+                        **speed,
+                        "breakdown_ms": phase_breakdown(decoded),
+                    }
+            out[key] = rows
+            print(
+                f"B=1 {key}: "
+                + ", ".join(
+                    f"{k} tau {v['tau']:.2f} x{v['speed_vs_target']:.2f}" for k, v in rows.items()
+                )
+            )
+    return out
+
+
+def matched_eagle_gamma(
+    models: Models, setting: Setting, chunks: Sequence[list[list[int]]], seed: int
+) -> dict[str, Any]:
+    """The EAGLE-style gamma whose drafting time per round is closest to DSpark's block
+    (batch 1, temperature 1, calibration prompts)."""
+    gamma = models.dspark.gamma
+    decoders = {
+        "dspark": speculative_decoder(
+            models.target, models.dspark, setting, 1.0, FixedGamma(), seed
+        ),
+        **{
+            str(g): speculative_decoder(
+                models.target, with_gamma(models.eagle, g), setting, 1.0, FixedGamma(), seed
+            )
+            for g in range(1, gamma + 1)
+        },
+    }
+    runs = interleaved(decoders, chunks, seed)
+    times = {name: drafting_ms(results) for name, results in runs.items()}
+    eagle_times = {int(g): t for g, t in times.items() if g != "dspark"}
+    best = min(eagle_times, key=lambda g: (abs(eagle_times[g] - times["dspark"]), -g))
+    return {"gamma": best, "dspark_draft_ms": times["dspark"], "eagle_draft_ms": eagle_times}
+
+
+def measure_schedulers(
+    models: Models,
+    plan: Plan,
+    setting: Setting,
+    calibration: dict[str, list[list[int]]],
+    evaluation: dict[str, list[list[int]]],
+    sts: Sequence[float],
+    sps_by_batch: dict[int, Callable[[int], float]],
+    seed: int,
+) -> dict[str, Any]:
+    """Algorithm 1 against the best fixed gamma (swept on calibration prompts) and the static
+    threshold at each batch size, temperature 1, with sign tests over the pooled chunks."""
+    gamma = plan.dspark.gamma
+    target, dspark = models.target, models.dspark
+    out: dict[str, Any] = {}
+    for batch in plan.scheduler_batches:
+        sps = sps_by_batch[batch]
+        sweep_chunks = [
+            c for k in calibration for c in batched(calibration[k], batch)[: plan.sweep_chunks]
+        ]
+
+        def fixed_at(length: int, sps: Callable[[int], float] = sps) -> Decoder:
+            return speculative_decoder(
+                target, dspark, setting, 1.0, FixedGamma(length), seed + 40, sps, sts
+            )
+
+        best, sweep = best_fixed_gamma(
+            fixed_at,
+            range(1, gamma + 1),
+            sweep_chunks,
+            seed + 41,
+        )
+        print(f"B={batch}: fixed-gamma sweep (full-batch tok/s) {sweep}; best gamma {best}")
+        labels = {
+            "algorithm1": "Algorithm 1",
+            "best_fixed": f"fixed gamma={best} (best of the sweep)",
+            "threshold": f"static threshold a>={plan.threshold}",
+        }
+        schedules = {
+            labels["algorithm1"]: Algorithm1(),
+            labels["best_fixed"]: FixedGamma(best),
+            labels["threshold"]: StaticThreshold(plan.threshold),
+        }
+        per_domain: dict[str, Any] = {}
+        pooled: dict[str, list[DecodeResult]] = {}
+        for domain, domain_prompts in evaluation.items():
+            chunks = batched(domain_prompts[: batch * plan.scheduler_chunks], batch)
+            decoders: dict[str, Decoder] = {
+                label: speculative_decoder(target, dspark, setting, 1.0, schedule, seed, sps, sts)
+                for label, schedule in schedules.items()
+            }
+            decoders["target only"] = target_decoder(target, setting, 1.0, seed + 1)
+            runs = interleaved(decoders, chunks, seed + batch)
+            rows: dict[str, Any] = {}
+            for label, decoded in runs.items():
+                pooled.setdefault(label, []).extend(decoded)
+                speed = speed_entry(decoded, runs["target only"])
+                if label == "target only":
+                    rows[label] = {"tau": 1.0, **speed}
+                else:
+                    rows[label] = {
+                        **summary(decoded, gamma),
+                        **speed,
+                        "breakdown_ms": phase_breakdown(decoded),
+                    }
+            per_domain[domain] = rows
+        tests = scheduler_test(
+            pooled,
+            labels["algorithm1"],
+            [labels["best_fixed"], labels["threshold"]],
+            SIGN_TEST_ALPHA,
+            SIGN_TEST_SLOWER_SHARE,
+        )
+        out[str(batch)] = {
+            "best_fixed_gamma": best,
+            "sweep_full_batch_tokens_per_second": sweep,
+            "domains": per_domain,
+            "sign_tests": tests,
+            "chunks": len(pooled[labels["algorithm1"]]),
+        }
+        whole = tests[labels["best_fixed"]]["whole_decode"]
+        print(
+            f"B={batch}: Algorithm 1 / best fixed median {whole['median_ratio']:.3f}, "
+            f"slower on {whole['slower']}/{whole['n']} chunks, p = {whole['p_value']:.3g}"
+        )
+    return out
+
+
+def lossless_checks(
+    models: Models,
+    plan: Plan,
+    prompts: dict[str, list[list[int]]],
+    sts: Sequence[float],
+    sps: Callable[[int], float],
+    best_gamma: int,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """Every decoder of the tables, on each domain's first evaluation prompt (the DSpark
+    variants other than Algorithm 1 on the first domain only, to bound the run's time)."""
+    gamma = plan.dspark.gamma
+    target, dspark, eagle = models.target, models.dspark, models.eagle
+    first_domain = next(iter(prompts))
+    checks: list[tuple[str, str, Drafter, Schedule, Sequence[float] | None, VerifyStep]] = []
+    for domain in prompts:
+        checks.append(("dspark + algorithm1 (STS)", domain, dspark, Algorithm1(), sts, FAST_VERIFY))
+        checks.append(
+            (f"eagle + fixed gamma={gamma}", domain, eagle, FixedGamma(), None, FAST_VERIFY)
+        )
+    checks += [
+        (
+            f"dspark + fixed gamma={best_gamma}",
+            first_domain,
+            dspark,
+            FixedGamma(best_gamma),
+            sts,
+            FAST_VERIFY,
+        ),
+        (
+            f"dspark + static threshold a>={plan.threshold}",
+            first_domain,
+            dspark,
+            StaticThreshold(plan.threshold),
+            sts,
+            FAST_VERIFY,
+        ),
+        (
+            "dspark + algorithm1 (STS), specproof.optimized.chain_verify",
+            first_domain,
+            dspark,
+            Algorithm1(),
+            sts,
+            optimized_chain_verify,
+        ),
+    ]
+    alpha_each = 1e-6 / len(checks)
+    samples = required_samples(
+        plan.lossless_delta, alpha_each, LOSSLESS_BETA, RANK_CELLS + 1, LOSSLESS_TOLERANCE
+    )
+    laws: dict[str, tuple[dict[tuple[int, ...], float], float]] = {}
+    out = []
+    for label, domain, drafter, schedule, temps, verify in checks:
+        prompt = prompts[domain][0]
+        if domain not in laws:
+            laws[domain] = (first_tokens_law(target, prompt, 2), float32_gap(target, prompt))
+        law, gap = laws[domain]
+        counts = sample_first_tokens(
+            target,
+            drafter,
+            prompt,
+            2,
+            samples,
+            schedule=schedule,
+            sps=sps,
+            confidence_temperatures=temps,
+            batch=plan.lossless_batch,
+            seed=seed + 600,
+            verify=verify,
+        )
+        fit = losslessness_test(
+            counts,
+            law,
+            alpha=alpha_each,
+            beta=LOSSLESS_BETA,
+            delta=plan.lossless_delta,
+            tolerance=LOSSLESS_TOLERANCE,
+            name=f"{domain}: {label}",
+        )
+        print(fit.describe())
+        out.append({**fit.as_dict(), "float32_gap": gap, "domain": domain, "decoder": label})
+    return out
+
+
+def run(
+    plan: Plan,
+    budget_minutes: float,
+    out: Path,
+    artifacts: Path,
+    seed: int,
+    markdown_path: Path = Path("BENCHMARKS.md"),
+    weights: Path | None = None,
+) -> dict[str, Any]:
+    """Train (or, with ``weights``, load the shipped models), measure, write the tables."""
+    started = time.perf_counter()
+    torch.manual_seed(seed)
+    budget = budget_minutes * 60
+    print(f"budget {budget_minutes} min; loading corpora")
+    corpora: dict[str, Corpus] = load_corpora()
+    if weights is None:
+        models = train_from_scratch(plan, budget, artifacts, corpora, seed)
+    else:
+        models = load_shipped(weights)
+        plan = replace(
+            plan,
+            target=models.target.config,
+            dspark=models.dspark.config,
+            eagle=models.eagle.config,
+        )
+    target, dspark, eagle = models.target, models.dspark, models.eagle
+    held_out = {
+        k: WindowSampler({k: c.stream("evaluation")}, {k: 1.0}, seed + 1)
+        for k, c in corpora.items()
+    }
+    bits = {
+        k: bits_per_byte(target, s, plan.bits_batches, plan.target_batch, plan.window)
+        for k, s in held_out.items()
+    }
+    print(f"held-out bits per byte: {bits}")
     training_seconds = time.perf_counter() - started
-    print(f"training done at {training_seconds:.0f}s; measuring")
+    print(f"models ready at {training_seconds:.0f}s; measuring")
 
     gamma = plan.dspark.gamma
     fixed = FixedGamma()
+    setting = Setting(plan.new_tokens, FAST_VERIFY)
+    evaluation_count = max(
+        plan.evaluation_prompts,
+        plan.latency_prompts,
+        max(plan.scheduler_batches) * plan.scheduler_chunks,
+    )
     prompts = {
         split: {
             k: prompts_from(
                 c.stream(split),
-                plan.calibration_prompts if split == "calibration" else plan.evaluation_prompts,
+                plan.calibration_prompts if split == "calibration" else evaluation_count,
                 plan.prompt_length,
                 seed + (0 if split == "calibration" else 1),
             )
@@ -346,7 +668,7 @@ def run(
     # separately at each decoding temperature (both domains pooled).
     sts_fits: dict[str, dict[str, Any]] = {}
     for temperature in TEMPERATURES:
-        decode = speculative(target, dspark, plan, temperature, fixed, seed + 100)
+        decode = speculative_decoder(target, dspark, setting, temperature, fixed, seed + 100)
         calibration_runs = [
             decode(chunk, i)
             for k in corpora
@@ -361,20 +683,28 @@ def run(
     evaluation: dict[str, Any] = {}
     calibration_table: dict[str, Any] = {}
     for domain in corpora:
-        chunks = batched(prompts["evaluation"][domain], plan.requests)
+        chunks = batched(prompts["evaluation"][domain][: plan.evaluation_prompts], plan.requests)
         for temperature in TEMPERATURES:
             key = f"{domain}/T={temperature:g}"
             runs = interleaved(
                 {
-                    "dspark": speculative(target, dspark, plan, temperature, fixed, seed + 200),
-                    "eagle": speculative(target, eagle, plan, temperature, fixed, seed + 200),
-                    "target": autoregressive(target, plan, temperature, seed + 300),
+                    "dspark": speculative_decoder(
+                        target, dspark, setting, temperature, fixed, seed + 200
+                    ),
+                    "eagle": speculative_decoder(
+                        target, eagle, setting, temperature, fixed, seed + 200
+                    ),
+                    "target": target_decoder(target, setting, temperature, seed + 300),
                 },
                 chunks,
                 seed + 250,
             )
             row: dict[str, Any] = {
-                name: {**summary(runs[name], gamma), **speed_entry(runs[name], runs["target"])}
+                name: {
+                    **summary(runs[name], gamma),
+                    **speed_entry(runs[name], runs["target"]),
+                    "breakdown_ms": phase_breakdown(runs[name]),
+                }
                 for name in ("dspark", "eagle")
             }
             row["target_only_tokens_per_second"] = tokens_per_second(runs["target"])
@@ -384,92 +714,84 @@ def run(
                 f"{key}: DSpark tau {row['dspark']['tau']:.3f}, EAGLE tau {row['eagle']['tau']:.3f}"
             )
 
-    profile = profile_sps(
-        target,
-        dspark,
-        [c for k in corpora for c in batched(prompts["calibration"][k], plan.requests)],
-        plan.sps_new_tokens,
-        seed,
-        sweeps=plan.sps_sweeps,
-        max_seconds=plan.sps_seconds,
+    profile_chunks = {
+        batch: [c for k in corpora for c in batched(prompts["calibration"][k], batch)]
+        for batch in sorted({1, plan.requests, *plan.scheduler_batches})
+    }
+    profiles: dict[int, SpsProfile] = {}
+    for batch, chunks in profile_chunks.items():
+        usable = [c for c in chunks if len(c) == batch]
+        profiles[batch] = profile_sps(
+            target,
+            dspark,
+            usable,
+            plan.sps_new_tokens,
+            seed,
+            sweeps=plan.sps_sweeps,
+            max_seconds=plan.sps_seconds * (1 + batch / 8),
+            verify=FAST_VERIFY,
+        )
+        profile = profiles[batch]
+        print(
+            f"SPS profile at {batch} request(s): {profile.sweeps} sweeps in "
+            f"{profile.seconds:.0f}s; fitted {profile.step_fit[0]:.0f} steps/s at "
+            f"B={profile.batch_sizes[0]}, {profile.step_fit[-1]:.0f} at B={profile.batch_sizes[-1]}"
+        )
+    sps = profiles[plan.requests].curve()
+
+    matched = matched_eagle_gamma(
+        models, setting, batched(prompts["calibration"][next(iter(corpora))], 1)[:4], seed + 30
     )
-    print(
-        f"SPS profile: {profile.sweeps} sweeps in {profile.seconds:.0f}s; fitted SPS "
-        f"{profile.step_fit[0]:.0f} steps/s at B={profile.batch_sizes[0]}, "
-        f"{profile.step_fit[-1]:.0f} at B={profile.batch_sizes[-1]}"
+    print(f"drafting time per round at B=1: {matched}")
+    latency = measure_latency(
+        models,
+        plan,
+        setting,
+        prompts["evaluation"],
+        sts_fits,
+        profiles[1].curve(),
+        matched["gamma"],
+        seed + 700,
     )
-    sps = profile.curve()
-    schedulers: dict[str, Any] = {}
+
     threshold = StaticThreshold(plan.threshold)
+    schedulers: dict[str, Any] = {}
     for domain in corpora:
         decoders: dict[str, Decoder] = {
-            label: speculative(target, dspark, plan, 1.0, schedule, seed + 400, sps, sts)
+            label: speculative_decoder(target, dspark, setting, 1.0, schedule, seed + 400, sps, sts)
             for label, schedule in (
                 ("algorithm1", Algorithm1()),
                 (f"fixed gamma={gamma}", fixed),
                 (f"static threshold a>={plan.threshold}", threshold),
             )
         }
-        decoders[f"EAGLE-style, fixed gamma={gamma}"] = speculative(
-            target, eagle, plan, 1.0, fixed, seed + 400
+        decoders[f"EAGLE-style, fixed gamma={gamma}"] = speculative_decoder(
+            target, eagle, setting, 1.0, fixed, seed + 400
         )
-        decoders["target only"] = autoregressive(target, plan, 1.0, seed + 500)
-        runs = interleaved(decoders, batched(prompts["evaluation"][domain], plan.requests), seed)
-        rows: dict[str, Any] = {}
-        for label, decoded in runs.items():
-            speed = speed_entry(decoded, runs["target only"])
-            if label == "target only":
-                rows[label] = {"tau": 1.0, **speed}
-            else:
-                rows[label] = {**summary(decoded, gamma), **speed}
-        schedulers[domain] = rows
+        decoders["target only"] = target_decoder(target, setting, 1.0, seed + 500)
+        chunks = batched(prompts["evaluation"][domain][: plan.evaluation_prompts], plan.requests)
+        schedulers[domain] = compare(
+            decoders, chunks, seed, lambda decoded: summary(decoded, gamma)
+        )
         print(
             f"schedulers on {domain}: "
             + ", ".join(
                 f"{k} {v['tokens_per_second']:.0f} tok/s (x{v['speed_vs_target']:.2f})"
-                for k, v in rows.items()
+                for k, v in schedulers[domain].items()
             )
         )
-
-    lossless: list[dict[str, Any]] = []
-    checks = (
-        ("dspark + algorithm1 (STS)", dspark, Algorithm1(), sts),
-        (f"eagle + fixed gamma={gamma}", eagle, fixed, None),
+    scheduler_tests = measure_schedulers(
+        models,
+        plan,
+        setting,
+        prompts["calibration"],
+        prompts["evaluation"],
+        sts,
+        {batch: profiles[batch].curve() for batch in plan.scheduler_batches},
+        seed + 800,
     )
-    alpha_each = 1e-6 / (len(checks) * len(corpora))
-    lossless_samples = required_samples(
-        plan.lossless_delta, alpha_each, LOSSLESS_BETA, RANK_CELLS + 1, LOSSLESS_TOLERANCE
-    )
-    for domain in corpora:
-        prompt = prompts["evaluation"][domain][0]
-        law = first_tokens_law(target, prompt, 2)
-        gap = float32_gap(target, prompt)
-        for label, drafter, schedule, temps in checks:
-            counts = sample_first_tokens(
-                target,
-                drafter,
-                prompt,
-                2,
-                lossless_samples,
-                schedule=schedule,
-                sps=sps,
-                confidence_temperatures=temps,
-                batch=2000,
-                seed=seed + 600,
-            )
-            fit = losslessness_test(
-                counts,
-                law,
-                alpha=alpha_each,
-                beta=LOSSLESS_BETA,
-                delta=plan.lossless_delta,
-                tolerance=LOSSLESS_TOLERANCE,
-                name=f"{domain}: {label}",
-            )
-            print(fit.describe())
-            lossless.append(
-                {**fit.as_dict(), "float32_gap": gap, "domain": domain, "decoder": label}
-            )
+    best_gamma = scheduler_tests[str(plan.scheduler_batches[0])]["best_fixed_gamma"]
+    lossless = lossless_checks(models, plan, prompts["evaluation"], sts, sps, best_gamma, seed)
 
     results: dict[str, Any] = {
         "machine": {
@@ -477,7 +799,12 @@ def run(
             "processor": platform.processor() or platform.machine(),
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),
+            "shared": "yes: other jobs ran on the same cores during the run",
+            "device": "CPU only (no GPU was available)",
         },
+        "weights": models.source,
+        "verifier": "specproof.e2e.verify.generator_chain_verify (losslessness also checked "
+        "through specproof.optimized.chain_verify)",
         "budget_minutes": budget_minutes,
         "plan": json.loads(json.dumps(asdict(plan), default=str)),
         "corpora": {k: c.sizes() for k, c in corpora.items()},
@@ -486,19 +813,23 @@ def run(
             "dspark": parameter_count(dspark),
             "eagle": parameter_count(eagle),
         },
-        "training": {
-            "target": asdict(target_report),
-            "dspark": asdict(dspark_report),
-            "eagle": asdict(eagle_report),
-            "pool": {"windows": len(pool), "seconds": pool_seconds},
-        },
+        "training": models.training,
         "held_out_bits_per_byte": bits,
         "sts_temperatures": sts,
         "sts_fits": sts_fits,
         "evaluation": evaluation,
         "calibration": calibration_table,
-        "sps_profile": {**asdict(profile), "step_iqr": profile.step_iqr},
+        "sps_profile": {
+            **asdict(profiles[plan.requests]),
+            "step_iqr": profiles[plan.requests].step_iqr,
+        },
+        "sps_profiles": {
+            str(b): {**asdict(p), "step_iqr": p.step_iqr} for b, p in profiles.items()
+        },
+        "drafting_time_match": matched,
+        "latency": latency,
         "schedulers": schedulers,
+        "scheduler_tests": scheduler_tests,
         "lossless": lossless,
     }
     results["total_seconds"] = time.perf_counter() - started
@@ -529,6 +860,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--artifacts", type=Path, default=Path("artifacts"))
     parser.add_argument("--smoke", action="store_true", help="tiny models, seconds")
+    parser.add_argument(
+        "--from-scratch",
+        action="store_true",
+        help="train a small target and both drafters within the budget instead of loading the "
+        "shipped weights (always so with --smoke)",
+    )
+    parser.add_argument("--weights", type=Path, default=SHIPPED_DIR, help="shipped weights")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -539,7 +877,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    plan = SMOKE if args.smoke else FULL
+    scratch = args.smoke or args.from_scratch
+    plan = SMOKE if args.smoke else FULL if scratch else SHIPPED
     if args.lossless_delta is not None:
         plan = replace(plan, lossless_delta=args.lossless_delta)
     budget = args.budget_minutes
@@ -547,7 +886,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         budget = 0.1 if args.smoke else 12.5
     if not math.isfinite(budget) or budget <= 0:
         parser.error("--budget-minutes must be positive")
-    return run(plan, budget, args.out, args.artifacts, args.seed, args.markdown)
+    weights = None if scratch else args.weights
+    return run(plan, budget, args.out, args.artifacts, args.seed, args.markdown, weights)
 
 
 if __name__ == "__main__":

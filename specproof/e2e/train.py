@@ -86,6 +86,8 @@ class TrainSettings:
     min_steps: int = 2
     weight_decay: float = 0.1
     log_every_seconds: float = 20.0
+    steps: int | None = None
+    """A fixed number of steps (reproducible), in place of the wall-clock budget ``seconds``."""
 
 
 @dataclass
@@ -98,7 +100,10 @@ class TrainReport:
 
 def learning_rate(settings: TrainSettings, step: int, elapsed: float) -> float:
     warm = min(1.0, (step + 1) / settings.warmup_steps)
-    progress = min(1.0, elapsed / settings.seconds) if settings.seconds > 0 else 1.0
+    if settings.steps is not None:
+        progress = min(1.0, step / settings.steps)
+    else:
+        progress = min(1.0, elapsed / settings.seconds) if settings.seconds > 0 else 1.0
     return settings.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
@@ -120,7 +125,10 @@ def run_loop(
     module.train()
     while True:
         elapsed = time.perf_counter() - start
-        if elapsed >= settings.seconds and report.steps >= settings.min_steps:
+        if settings.steps is not None:
+            if report.steps >= settings.steps:
+                break
+        elif elapsed >= settings.seconds and report.steps >= settings.min_steps:
             break
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(settings, report.steps, elapsed)

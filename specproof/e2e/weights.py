@@ -22,11 +22,21 @@ def weight_path(directory: Path, name: str) -> Path:
     return directory / (f"{name}.safetensors" if HAVE_SAFETENSORS else f"{name}.pt")
 
 
-def save_weights(module: nn.Module, config: dict[str, Any], directory: Path, name: str) -> Path:
-    """The module's own parameters (a frozen target a drafter reads is saved separately)."""
+def save_weights(
+    module: nn.Module,
+    config: dict[str, Any],
+    directory: Path,
+    name: str,
+    dtype: torch.dtype | None = None,
+) -> Path:
+    """The module's own parameters (a frozen target a drafter reads is saved separately),
+    cast to ``dtype`` when given (bf16 halves the file; loading casts back to float32)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = weight_path(directory, name)
-    tensors = {k: v.detach().contiguous() for k, v in module.state_dict().items()}
+    tensors = {
+        k: (v.detach() if dtype is None else v.detach().to(dtype)).contiguous()
+        for k, v in module.state_dict().items()
+    }
     metadata = {"config": json.dumps(config), "kind": type(module).__name__}
     if HAVE_SAFETENSORS:
         save_file(tensors, str(path), metadata=metadata)
@@ -45,4 +55,5 @@ def load_weights(directory: Path, name: str) -> tuple[dict[str, torch.Tensor], d
     else:
         blob = torch.load(path, weights_only=True)
         tensors, metadata = blob["tensors"], blob["metadata"]
+    tensors = {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}
     return tensors, json.loads(metadata["config"])

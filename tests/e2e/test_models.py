@@ -116,3 +116,58 @@ def test_isotonic_fit_is_monotone_and_least_squares() -> None:
     fitted = isotonic_increasing([5.0, 1.0, 4.0, 2.0, 6.0, 3.0])
     assert all(a <= b for a, b in itertools.pairwise(fitted))
     assert abs(sum(fitted) - 21.0) < 1e-12  # the fit keeps the mean
+
+
+def test_identical_prompts_share_one_prefill_and_decode_like_the_target(
+    models: ToyModels,
+) -> None:
+    """A batch of one repeated prompt (prefilled once) decodes, greedily, the target's chain."""
+    prompt = PROMPTS[1]
+    expected = autoregressive_generate(models.target, [prompt], 12, temperature=0.0).tokens
+    for drafter in (models.dspark, models.eagle):
+        result = speculative_generate(
+            models.target, drafter, [prompt] * 3, 12, temperature=0.0, schedule=FixedGamma()
+        )
+        assert result.tokens == expected * 3
+
+
+def test_eagle_single_token_step_matches_the_ragged_step(models: ToyModels) -> None:
+    """The drafting step (one token per request) equals the general ragged cached step."""
+    eagle = models.eagle
+    generator = torch.Generator().manual_seed(7)
+    d = models.target.config.d_model
+    with torch.no_grad():
+        state = eagle.start(2, 32)
+        prefix = torch.randn(2, 5, d, generator=generator)
+        counts = torch.tensor([5, 3])
+        eagle._step(state.cache, prefix, counts, state.cache.lengths)
+        state.cache.commit(counts)
+        x = torch.randn(2, d, generator=generator)
+        ragged = eagle._step(state.cache, x[:, None], torch.ones(2, dtype=torch.int64), counts)
+        single = eagle._single_step(state.cache, x, counts)
+    torch.testing.assert_close(single, ragged[:, 0], atol=1e-5, rtol=1e-5)
+
+
+def test_dspark_proposal_matches_its_training_pass(models: ToyModels) -> None:
+    """Drafting (cached context, Markov head and confidence head as lookup tables) computes
+    the same q_k and confidence logits as the training pass over the window prompt + drafts."""
+    drafter, target = models.dspark, models.target
+    prompt = torch.tensor([PROMPTS[0]])
+    anchor = prompt.shape[1] - 1
+    with torch.no_grad():
+        state = drafter.start(1, 40)
+        count = torch.tensor([anchor])
+        out = target.extend(prompt[:, :-1], count, target.new_cache(1, 40))
+        drafter.observe(state, out, prompt[:, 1:], count)
+        proposal = drafter.propose(state, prompt[:, -1], 1.0, torch.Generator().manual_seed(2))
+        window = torch.cat((prompt, proposal.tokens), dim=1)
+        logits, confidence = drafter.training_outputs(
+            window, target(window).features, torch.tensor([[anchor]])
+        )
+    assert proposal.confidence_logits is not None
+    torch.testing.assert_close(
+        proposal.probs[0], torch.softmax(logits[0, 0], -1), atol=1e-5, rtol=1e-4
+    )
+    torch.testing.assert_close(
+        proposal.confidence_logits[0], confidence[0, 0], atol=1e-5, rtol=1e-4
+    )
