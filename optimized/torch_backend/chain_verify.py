@@ -21,8 +21,9 @@ from collections.abc import Callable
 from functools import partial
 
 import torch
+from specproof.reference.philox import UNIFORM_BITS
 
-from ..philox import ACCEPT, BONUS, RESIDUAL, address_uniforms
+from ..philox import ACCEPT, BONUS, RESIDUAL, philox4x32
 from ..row_checks import (
     RowChecks,
     check_full_rows,
@@ -30,7 +31,7 @@ from ..row_checks import (
     check_maxima,
     check_softmax_values,
 )
-from .rows import gather_rows, sample_cumulative, softmax_rows_, workspace
+from .rows import gather_rows, sample_tiled, softmax_rows_, workspace
 
 
 class Rows:
@@ -86,19 +87,34 @@ def draw_residual(
     """Tokens from norm(max(0, p - q)) per row (q one-hot at ``draft_token`` when None); from
     p itself where that has no mass (p == q up to rounding), with the same uniform.
 
-    ``p`` is overwritten by the residual and ``q`` by the cumulative sums; ``fetch_p(rows)``
-    reads the p rows again for the rare empty residuals."""
+    ``p`` is overwritten by the residual; ``fetch_p(rows)`` reads the p rows again for the
+    rare empty residuals."""
     if q is None:
         picked = p.gather(1, draft_token[:, None])
         p.scatter_(1, draft_token[:, None], (picked - 1).clamp_(min=0))
-        token, total = sample_cumulative(p, u)
+        token, total = sample_tiled(p, u)
     else:
-        p.sub_(q).clamp_(min=0)
-        token, total = sample_cumulative(p, u, into=q)
+        token, total = sample_tiled(p.sub_(q).clamp_(min=0), u)
     empty = (total <= 0).nonzero().squeeze(1)
     if empty.numel():
-        token[empty] = sample_cumulative(fetch_p(empty), u[empty], into=None)[0]
+        token[empty] = sample_tiled(fetch_p(empty), u[empty])[0]
     return token
+
+
+def round_uniforms(
+    seed: int, n: int, requests: torch.Tensor, round: int, offset: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Every uniform a request can use in the round, from one Philox call: acceptance and
+    residual at positions 1..n ([B, n] each), bonus at 1..n + 1 ([B, n + 1]). The addresses and
+    the float32 conversion are those of :func:`~specproof.optimized.philox.address_uniforms`
+    (one call instead of one per phase and position: each is ~100 small tensor ops)."""
+    index = torch.arange(1, n + 2, device=requests.device)
+    slots = torch.cat([index[:n] * 4 + ACCEPT, index[:n] * 4 + RESIDUAL, index * 4 + BONUS])
+    round_t = torch.tensor(round, dtype=torch.int64, device=requests.device)
+    offset_t = torch.tensor(offset, dtype=torch.int64, device=requests.device)
+    word = philox4x32(seed, slots[None, :], requests[:, None], round_t, offset_t)[0]
+    u = (word >> (32 - UNIFORM_BITS)).to(torch.float32) * (2.0**-UNIFORM_BITS)
+    return u[:, :n], u[:, n : 2 * n], u[:, 2 * n :]
 
 
 def refetch(
@@ -171,8 +187,7 @@ def chain_verify_torch(
                 dtype=draft.dtype,
                 sampled=verified & sampled[:, None],
             )
-    steps = torch.arange(1, n + 1, device=device)[None, :]
-    u_accept = address_uniforms(seed, ACCEPT, steps, requests[:, None], round, offset)
+    u_accept, u_residual, u_bonus = round_uniforms(seed, n, requests, round, offset)
     final = torch.full((batch,), -1, dtype=torch.int64, device=device)
     rejected = torch.zeros(batch, dtype=torch.bool, device=device)
 
@@ -191,7 +206,7 @@ def chain_verify_torch(
             q_rows = None
             if q_side is not None:
                 q_rows = q_side.probabilities(hit, position, requests[hit], "q")
-            u = address_uniforms(seed, RESIDUAL, position + 1, requests[hit], round, offset)
+            u = u_residual[hit, position]
             final[hit] = draw_residual(
                 p_rows,
                 q_rows,
@@ -247,9 +262,7 @@ def chain_verify_torch(
                         q_lost = select_rows(q, lost, "q_lost")
                     elif q_side is not None:
                         q_lost = q_side.probabilities(at_rows, at_position, requests[at_rows])
-                    u = address_uniforms(
-                        seed, RESIDUAL, at_position + 1, requests[at_rows], round, offset
-                    )
+                    u = u_residual[at_rows, k]
                     final[at_rows] = draw_residual(
                         p_lost,
                         q_lost,
@@ -274,8 +287,8 @@ def chain_verify_torch(
     if bonus.numel():
         position = accepted[bonus]
         bonus_rows = p_side.probabilities(bonus, position, requests[bonus], "p")
-        u = address_uniforms(seed, BONUS, position + 1, requests[bonus], round, offset)
-        token, total = sample_cumulative(bonus_rows, u, into=bonus_rows)
+        u = u_bonus[bonus, position]
+        token, total = sample_tiled(bonus_rows, u)
         if checks is not None and target_logits:
             check_softmax_values(
                 checks, "target", total, lambda i: target[int(bonus[i]), int(position[i])]

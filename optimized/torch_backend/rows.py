@@ -96,20 +96,41 @@ def softmax_rows_(logits: torch.Tensor, temperature: torch.Tensor | None) -> tor
     return torch.softmax(logits, dim=-1, out=logits)
 
 
-def sample_cumulative(
-    mass: torch.Tensor, u: torch.Tensor, into: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Inverse CDF of non-negative float32 [R, V] rows; the cumulative sums are written into
-    ``into`` (same shape; may be ``mass`` itself, or None for a new tensor). Returns
-    (token, total) with total = the last cumulative sum.
+TILE = 4096
+"""Vocabulary tile of the inverse CDF (the Triton kernel's CUDA tile)."""
 
-    The token is the smallest v with u * total < cumsum[v] (compared through
-    :func:`threshold_below`, exact): a binary search, as the cumulative sums are monotone. Such
-    a v has mass > 0, and one exists whenever total > 0 and u < 1; rows with total <= 0 get
-    an unspecified in-range token (the caller redraws them from another row).
+
+def sample_tiled(mass: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inverse CDF of non-negative float32 [R, V] rows, tile by tile as the Triton kernel
+    searches. Returns (token, total).
+
+    The cumulative sum at the end of tile j is E_j (a running sum of tile sums; total is the
+    last). The token is in the first tile with E_j > t, t = :func:`threshold_below` (u, total):
+    the first v there with mass > 0 and E_{j-1} + cumsum-within-tile[v] > t, or, when rounding
+    inside the tile leaves none, its last positive token. Such a tile exists whenever
+    total > 0 and u < 1; rows with total <= 0 get an unspecified in-range token (the caller
+    redraws them from another row). One read of the rows (the tile sums) plus one tile per
+    row, instead of a full cumulative sum: torch's CPU cumsum is a scalar loop.
     """
-    cumulative = mass.cumsum(dim=-1) if into is None else torch.cumsum(mass, dim=-1, out=into)
-    total = cumulative[:, -1]
+    rows, vocab = mass.shape
+    whole = vocab // TILE * TILE
+    parts = []
+    if whole:
+        parts.append(mass[:, :whole].reshape(rows, -1, TILE).sum(dim=-1))
+    if whole < vocab:
+        parts.append(mass[:, whole:].sum(dim=-1, keepdim=True))
+    ends = torch.cat(parts, dim=1).cumsum(dim=-1)
+    total = ends[:, -1]
     threshold = threshold_below(u, total)
-    token = torch.searchsorted(cumulative, threshold[:, None], right=True)[:, 0]
-    return token.clamp_(max=mass.shape[-1] - 1), total
+    tile = torch.searchsorted(ends, threshold[:, None], right=True)[:, 0]
+    tile = tile.clamp_(max=ends.shape[1] - 1)
+    carry = torch.where(tile > 0, ends.gather(1, (tile - 1).clamp(min=0)[:, None])[:, 0], 0.0)
+    columns = tile[:, None] * TILE + torch.arange(TILE, device=mass.device)
+    piece = mass.gather(1, columns.clamp(max=vocab - 1))
+    positive = (piece > 0) & (columns < vocab)
+    hit = positive & (piece.cumsum(dim=-1) + carry[:, None] > threshold[:, None])
+    order = torch.arange(1, TILE + 1, device=mass.device)
+    first = torch.where(hit, TILE + 1 - order, 0).argmax(dim=-1)
+    last = (positive * order).argmax(dim=-1)
+    chosen = torch.where(hit.any(dim=-1), first, last)
+    return (tile * TILE + chosen).clamp_(max=vocab - 1), total
