@@ -465,3 +465,39 @@ def test_decoder_target_returning_gamma_rows() -> None:
         decoder.generate([[0]], 2, seed=0, device=DEVICE)
     with pytest.raises(InvalidInputError, match="seed"):
         decoder.generate([[0]], 2, seed=-1, device=DEVICE)
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the tile is lowered through the interpreter's cap")
+def test_masked_first_vocabulary_tile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Logits whose whole first tile is -inf (masked tokens): the online log-sum-exp once
+    computed -inf - -inf = NaN there. Rows of 40 tokens over tiles of 16."""
+    import specproof.optimized.kernels.chain_verify as kernel
+
+    monkeypatch.setattr(kernel, "INTERPRETER_TILE", 16)
+    logits = torch.full((2, 2, 40), float("-inf"))
+    logits[:, :, 20] = 0.0
+    logits[:, :, 33] = 0.0  # two equal logits: (1/2, 1/2) on tokens 20 and 33
+    tokens = torch.tensor([[20], [33]])
+    half = as_fractions([128 if v in (20, 33) else 0 for v in range(40)])
+    for seed in range(3):
+        result = chain_verify(
+            logits,
+            logits[:, :1],
+            tokens,
+            seed=seed,
+            target_is_logits=True,
+            draft_is_logits=True,
+            temperature=0.5,
+            backend="triton",
+        )
+        want = [
+            reference_chain(
+                [half, half], [half], [int(tokens[r, 0])], seed=seed, round=0, request=r
+            )
+            for r in range(2)
+        ]
+        assert emitted(result.tokens) == want
+        drawn = sample_draft_tokens(
+            logits[:, 0], seed=seed, index=1, is_logits=True, temperature=0.5, backend="triton"
+        )
+        assert set(drawn.tolist()) <= {20, 33}
