@@ -20,6 +20,7 @@ emits what :func:`specproof.reference.sample` emits with ``PhiloxSource(seed, of
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -67,10 +68,15 @@ class BatchedDecoder:
     validate: bool = True
 
     def __post_init__(self) -> None:
-        if not isinstance(self.gamma, int) or self.gamma < 0:
+        if isinstance(self.gamma, bool) or not isinstance(self.gamma, int) or self.gamma < 0:
             raise InvalidInputError(f"gamma must be an integer >= 0, got {self.gamma!r}")
-        if self.temperature < 0:
-            raise InvalidInputError(f"temperature must be >= 0, got {self.temperature}")
+        number = isinstance(self.temperature, (int, float)) and not isinstance(
+            self.temperature, bool
+        )
+        if not number or not math.isfinite(self.temperature) or self.temperature < 0:
+            raise InvalidInputError(
+                f"temperature must be a finite number >= 0, got {self.temperature!r}"
+            )
 
     def generate(
         self,

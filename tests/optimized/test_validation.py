@@ -501,3 +501,36 @@ def test_masked_first_vocabulary_tile(monkeypatch: pytest.MonkeyPatch) -> None:
             logits[:, 0], seed=seed, index=1, is_logits=True, temperature=0.5, backend="triton"
         )
         assert set(drawn.tolist()) <= {20, 33}
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_tree_logits_overflowing_after_temperature(backend: str) -> None:
+    """Root children tokens 2 then 0; a 3e38 logit on token 2 at T = 0.5, or T = 1e-39:
+    the row is one-hot at token 2, so child 1 is always accepted, then its bonus row's peak."""
+    logits = torch.tensor([[[0.0, -1e30, 3e38], [1.0, 3e38, 2.0], [0.0, 1.0, 2.0]]], device=DEVICE)
+    for temperature in (0.5, 1e-39):
+        result = tree_verify(
+            logits,
+            torch.tensor([[0, 2, 0]], device=DEVICE),
+            torch.tensor([[1, -1, -1]], device=DEVICE),
+            torch.tensor([[-1, 2, -1]], device=DEVICE),
+            seed=1,
+            target_is_logits=True,
+            temperature=temperature,
+            backend=backend,
+        )
+        assert result.tokens.tolist() == [[2, 1, -1]]
+        assert result.path_nodes.tolist() == [[1, -1, -1]]
+
+
+def test_decoder_refuses_a_nan_temperature_and_a_bool_gamma() -> None:
+    def model(tokens: torch.Tensor, lengths: torch.Tensor, positions: int) -> torch.Tensor:
+        return torch.full((tokens.shape[0], positions, 2), 0.5)
+
+    def drafter(tokens: torch.Tensor, lengths: torch.Tensor, done: int):
+        return torch.full((tokens.shape[0], 2), 0.5), torch.ones(tokens.shape[0])
+
+    with pytest.raises(InvalidInputError, match="temperature"):
+        BatchedDecoder(model, drafter, FixedGamma(), gamma=1, temperature=float("nan"))
+    with pytest.raises(InvalidInputError, match="gamma"):
+        BatchedDecoder(model, drafter, FixedGamma(), gamma=True)
