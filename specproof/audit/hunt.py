@@ -1,0 +1,224 @@
+"""Rare-event hunts: cases whose correct output is unique, so that a bug firing once in a
+million rounds shows as an impossible output (exact, alpha = 0).
+
+- ``zero-target-draft``: every drafted token has target probability 0 (p = e_0, q = e_1), so
+  any acceptance is impossible; the only correct output is the correction token 0.
+- ``p-equals-q``: p == q one-hot at every position, so a rejection is impossible; the only
+  correct output is every draft, then the bonus token.
+
+The inputs are built once and the verifier is called on them again and again (fresh random
+state each call). With no impossible output in N rounds, a per-round rate r of the event is
+excluded at 95 %: P(no event) = (1 - r)^N <= 0.05 once r >= -ln(0.05)/N (about 3/N).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from .harness import (
+    PLACEHOLDER,
+    Signature,
+    Verifier,
+    VerifierError,
+    _seed_torch,
+    vllm_metadata,
+)
+from .report import AuditReport, CaseResult
+
+DEFAULT_BATCH = 1 << 18
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class HuntCase:
+    name: str
+    target: torch.Tensor  # [gamma + 1, V] float32, the same for every round
+    draft: torch.Tensor  # [gamma, V]
+    tokens: torch.Tensor  # [gamma] drafted tokens
+    expected: tuple[int, ...]  # the only correct output
+    description: str
+
+
+def hunt_cases(gamma: int = 2, vocab: int = 2) -> list[HuntCase]:
+    e0, e1 = torch.eye(vocab)[0], torch.eye(vocab)[1]
+    return [
+        HuntCase(
+            "zero-target-draft",
+            e0.repeat(gamma + 1, 1),
+            e1.repeat(gamma, 1),
+            torch.ones(gamma, dtype=torch.int64),
+            (0,),
+            "every draft has p = 0: any acceptance is impossible",
+        ),
+        HuntCase(
+            "p-equals-q",
+            e1.repeat(gamma + 1, 1),
+            e1.repeat(gamma, 1),
+            torch.ones(gamma, dtype=torch.int64),
+            (1,) * (gamma + 1),
+            "p == q: any rejection is impossible",
+        ),
+    ]
+
+
+def excluded_rate(rounds: int, confidence: float = CONFIDENCE) -> float:
+    """The smallest per-round event rate that N event-free rounds exclude at ``confidence``."""
+    return -math.log(1 - confidence) / rounds
+
+
+def rounds_to_find(rate: float, confidence: float = CONFIDENCE) -> int:
+    """Rounds after which an event of this per-round rate shows with probability >= confidence."""
+    return math.ceil(math.log(1 - confidence) / math.log1p(-rate))
+
+
+Call = Callable[[int, torch.Generator], torch.Tensor]
+
+
+def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> Call:
+    """Inputs for ``batch`` rounds of the case, built once; returns [batch, gamma + 1] outputs."""
+    gamma, vocab = case.draft.shape
+    tokens = case.tokens.repeat(batch, 1)
+    if signature == "vllm":
+        flat_tokens = tokens.reshape(-1).to(torch.int32)
+        draft = case.draft.repeat(batch, 1)
+        target = case.target[:gamma].repeat(batch, 1)
+        bonus = case.target[gamma].argmax().repeat(batch, 1).to(torch.int32)
+        cu = torch.arange(1, batch + 1, dtype=torch.int32) * gamma
+        metadata = vllm_metadata(batch)
+
+        def call_vllm(size: int, generator: torch.Generator) -> torch.Tensor:
+            _seed_torch(generator)
+            return fn(flat_tokens, [gamma] * batch, gamma, cu, draft, target, bonus, metadata)
+
+        return call_vllm
+    if signature == "flashinfer":
+        draft3 = case.draft.expand(batch, gamma, vocab).contiguous()
+        target3 = case.target.expand(batch, gamma + 1, vocab).contiguous()
+
+        def call_flashinfer(size: int, generator: torch.Generator) -> torch.Tensor:
+            _seed_torch(generator)
+            zeros = torch.zeros(batch, dtype=torch.int32)
+            result = fn(draft3, tokens.to(torch.int32), target3, zeros, zeros.clone())
+            return result[0] if isinstance(result, tuple | list) else result
+
+        return call_flashinfer
+    scale = 0.5
+    draft_logits = (torch.log(case.draft.double()) * scale).float().unsqueeze(0)
+    target_logits = (torch.log(case.target.double()) * scale).float().unsqueeze(0)
+
+    def call_hf(size: int, generator: torch.Generator) -> torch.Tensor:
+        _seed_torch(generator)
+        out = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
+        for row in range(batch):
+            result = fn(case.tokens.unsqueeze(0), draft_logits, target_logits, scale)
+            emitted = torch.as_tensor(result[0] if isinstance(result, tuple | list) else result)
+            emitted = emitted.reshape(-1)[: gamma + 1]
+            out[row, : emitted.numel()] = emitted
+        return out
+
+    return call_hf
+
+
+def hunt_case(
+    fn: Verifier,
+    signature: Signature,
+    case: HuntCase,
+    rounds: int,
+    *,
+    seed: int = 0,
+    batch: int | None = None,
+    timeout: float = 600.0,
+    progress: Callable[[int, int], None] | None = None,
+) -> CaseResult:
+    """Run ``rounds`` rounds of one hunt case; exact verdict (alpha = 0)."""
+    if batch is None:
+        batch = 64 if signature == "hf" else DEFAULT_BATCH
+    batch = max(1, min(batch, rounds))
+    call = _caller(fn, signature, case, batch)
+    generator = torch.Generator().manual_seed(seed)
+    gamma = case.draft.shape[0]
+    expected = torch.full((gamma + 1,), PLACEHOLDER, dtype=torch.int64)
+    expected[: len(case.expected)] = torch.tensor(case.expected)
+    deadline = time.monotonic() + timeout
+    done = 0
+    while done < rounds:
+        try:
+            out = torch.as_tensor(call(batch, generator)).to(torch.int64)
+        except VerifierError as error:
+            return CaseResult(
+                case.name, "hunt", done, None, None, 0.0, None, None, "FAIL", str(error)
+            )
+        except Exception as error:
+            detail = f"{case.name}/hunt: {type(error).__name__}: {error}"
+            return CaseResult(case.name, "hunt", done, None, None, 0.0, None, None, "FAIL", detail)
+        padded = torch.full((out.shape[0], gamma + 1), PLACEHOLDER, dtype=torch.int64)
+        padded[:, : min(out.shape[1], gamma + 1)] = out[:, : gamma + 1]
+        bad = torch.nonzero((padded != expected).any(1))
+        take = min(batch, rounds - done)
+        if len(bad) and int(bad[0, 0]) < take:
+            index = done + int(bad[0, 0])
+            seen = tuple(int(t) for t in padded[int(bad[0, 0])] if t != PLACEHOLDER)
+            detail = (
+                f"{case.name}/hunt: impossible output {seen} in round {index} (the only correct "
+                f"output is {case.expected}: {case.description})"
+            )
+            return CaseResult(
+                case.name,
+                "hunt",
+                index + 1,
+                None,
+                None,
+                0.0,
+                None,
+                None,
+                "FAIL",
+                detail,
+                round=index,
+            )
+        done += take
+        if progress is not None:
+            progress(done, rounds)
+        if time.monotonic() > deadline and done < rounds:
+            detail = f"{case.name}/hunt: timed out after {timeout:g} s at {done} of {rounds} rounds"
+            return CaseResult(
+                case.name, "timeout", done, None, None, 0.0, None, None, "FAIL", detail
+            )
+    detail = (
+        f"no impossible event in {rounds} rounds: rate < {excluded_rate(rounds):.3g} "
+        f"(= -ln(0.05)/N) at 95 %"
+    )
+    return CaseResult(case.name, "hunt", rounds, None, None, 0.0, None, None, "pass", detail)
+
+
+def hunt_verifier(
+    fn: Verifier,
+    signature: Signature,
+    rounds: int,
+    *,
+    seed: int = 0,
+    batch: int | None = None,
+    timeout: float = 600.0,
+    bars: Callable[[str], Callable[[int, int], None]] | None = None,
+) -> AuditReport:
+    start = time.perf_counter()
+    report = AuditReport(getattr(fn, "__name__", "verifier"), f"{signature} hunt")
+    for case in hunt_cases():
+        report.results.append(
+            hunt_case(
+                fn,
+                signature,
+                case,
+                rounds,
+                seed=seed,
+                batch=batch,
+                timeout=timeout,
+                progress=bars(case.name) if bars else None,
+            )
+        )
+    report.seconds = time.perf_counter() - start
+    return report
