@@ -110,6 +110,13 @@ def verifier_problems(seed: int = 0, large_vocab: int = LARGE_VOCAB) -> list[Tab
             description="temperature 0 rows (vLLM only)",
         ),
         TableProblem(
+            "greedy-ties",
+            np.array([[[3, 3, 2, 0], [1, 4, 4, 3]]] * (gamma + 1), dtype=np.float64),
+            small_q,
+            greedy_modes=(True,),
+            description="temperature 0 rows with exact ties in the argmax (vLLM only)",
+        ),
+        TableProblem(
             "mixed",
             greedy_p,
             small_q,

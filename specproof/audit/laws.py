@@ -170,3 +170,28 @@ def tokens_law(problem: TableProblem) -> dict[tuple[int, ...], float]:
             key = tuple(int(classes[t]) for t in tokens)
             out[key] = out.get(key, 0.0) + float(mass) / len(problem.greedy_modes)
     return out
+
+
+def completed_law(problem: TableProblem, law: Law) -> dict[tuple[int, ...], float]:
+    """The law of the first ``tokens`` output tokens when each round outcome of ``law`` is
+    continued from the target (argmax for greedy rows); token ids, small vocabularies only."""
+    p = problem.p64()
+    out: dict[tuple[int, ...], float] = {}
+    size = problem.num_tokens
+
+    def walk(tokens: tuple[int, ...], mass: float, greedy: bool) -> None:
+        if len(tokens) >= size:
+            out[tokens[:size]] = out.get(tokens[:size], 0.0) + mass
+            return
+        state = tokens[-1] % problem.states if tokens else problem.prompt_state
+        row = p[len(tokens), state]
+        if greedy:
+            walk((*tokens, int(row.argmax())), mass, greedy)
+            return
+        for token, m in enumerate(row):
+            if m > 0:
+                walk((*tokens, token), mass * float(m), greedy)
+
+    for (_, greedy, *emitted), mass in law.items():
+        walk(tuple(emitted), mass, bool(greedy))
+    return out

@@ -138,7 +138,7 @@ def audit_problem(
     lengths = length_law(exact_law)
     completed = tokens_law(problem)
     bins = HashPartition(8, salt=seed) if len(completed) > 120 else None
-    checked = (
+    checked: list[Mapping[Any, object]] = (
         [bins.law(completed) if bins else completed]
         if lossless_only
         else [exact_law, completed, lengths]
@@ -248,9 +248,11 @@ def audit_verifier(
     bars: Callable[[str], Callable[[int, int], None]] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     drafter: DraftFn | None = None,
+    fail_fast: bool = False,
 ) -> AuditReport:
     """Sample ``fn`` on every problem its signature can express; every statistical row has
-    false-fail rate <= alpha and power >= 1 - beta against TV >= delta in the law it tests."""
+    false-fail rate <= alpha and power >= 1 - beta against TV >= delta in the law it tests.
+    ``fail_fast`` stops after the first case with a failed row."""
     start = time.perf_counter()
     kind = f"{signature} verifier" if drafter is None else f"drafter (verified by {signature})"
     report = AuditReport(subject or _name(drafter or fn), kind)
@@ -271,6 +273,8 @@ def audit_verifier(
             progress=bars(problem.name) if bars else None,
             lossless_only=drafter is not None,
         )
+        if fail_fast and not report.passed:
+            break
     report.seconds = time.perf_counter() - start
     return report
 

@@ -99,7 +99,7 @@ def residual(bug: str | None, p: Dist, q: Dist) -> Dist:
     if bug == "residual-softmax-clamp":
         return normalised([Fraction(math.exp(float(c))) for c in clamped])
     if bug == "residual-unnormalised":  # u in [0, 1) past the cumulative mass lands on V - 1
-        return tuple(clamped[:-1]) + (clamped[-1] + ONE - sum(clamped, ZERO),)
+        return (*tuple(clamped[:-1]), clamped[-1] + ONE - sum(clamped, ZERO))
     return normalised(clamped)
 
 
