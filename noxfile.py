@@ -147,6 +147,13 @@ def calibration(session: nox.Session) -> None:
 
 
 @nox.session(**SHARED, default=False)
+def mutants(session: nox.Session) -> None:
+    """Mutation testing of the audit: writes specproof/audit/mutants/MUTANTS.md and .json."""
+    install(session, "test")
+    session.run("python", "-m", "specproof.audit.mutants.table", *session.posargs)
+
+
+@nox.session(**SHARED, default=False)
 def e2e(session: nox.Session) -> None:
     """Load the shipped target and drafters and regenerate the end-to-end tables
     (``-- --from-scratch`` trains small ones here instead)."""
