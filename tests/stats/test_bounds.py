@@ -123,3 +123,45 @@ def test_binomial_tail_sum_is_what_the_doc_says() -> None:
     n, t, q = 50, 0.2, np.array([0.6, 0.4])
     expected = sum(scipy_stats.binom.sf(math.ceil(n * (m + t) - 1e-9) - 1, n, m) for m in q)
     assert p_value_bound(t, n, list(q)) == pytest.approx(expected, rel=1e-12)
+
+
+# goodness_of_fit refuses what would make its stated alpha meaningless (issue 12, item 9) ----
+
+
+@pytest.mark.parametrize(
+    ("law", "what"),
+    [
+        ({0: 1.2, 1: -0.2}, "negative"),
+        ({0: float("nan"), 1: 1.0}, "NaN"),
+        ({0: 0.5, 1: float("inf")}, "inf"),
+    ],
+)
+def test_regression_gof_refuses_a_law_with_negative_or_nan_mass(
+    law: dict[int, float], what: str
+) -> None:
+    from specproof.stats import goodness_of_fit
+
+    with pytest.raises(ValueError, match="law"):
+        goodness_of_fit([0, 1, 0], law, alpha=1e-3)
+
+
+def test_regression_gof_refuses_a_negative_tolerance() -> None:
+    from specproof.stats import goodness_of_fit
+
+    with pytest.raises(ValueError, match="tolerance"):
+        goodness_of_fit([0, 1], {0: 0.5, 1: 0.5}, alpha=1e-3, tolerance=-0.1)
+
+
+@pytest.mark.parametrize("count", [-3, 2.5, float("nan")])
+def test_regression_gof_refuses_negative_or_fractional_counts(count: float) -> None:
+    from specproof.stats import goodness_of_fit
+
+    with pytest.raises(ValueError, match="count"):
+        goodness_of_fit({0: 10, 1: count}, {0: 0.5, 1: 0.5}, alpha=1e-3)  # type: ignore[dict-item]
+
+
+def test_gof_still_accepts_integer_like_counts() -> None:
+    from specproof.stats import goodness_of_fit
+
+    fit = goodness_of_fit({0: np.int64(50), 1: 50}, {0: 0.5, 1: 0.5}, alpha=1e-3)
+    assert fit.n == 100 and not fit.rejected
