@@ -114,7 +114,9 @@ def goodness_of_fit(
     of ``law`` in TV. ``partition`` first maps outcomes to hash bins (bin masses pushed forward
     exactly), for outcome spaces too large to test cell by cell.
     """
+    _check_inputs(law, tolerance)
     counts = empirical_counts(samples)
+    _check_counts(counts)
     if partition is not None:
         counts = partition.counts(counts)
         law = partition.law(law)
@@ -151,6 +153,22 @@ def goodness_of_fit(
         chi2_pvalue=chi2,
         g_pvalue=g,
     )
+
+
+def _check_inputs(law: Mapping[Any, Mass], tolerance: float) -> None:
+    """The null law must be a law (finite, non-negative masses) and the tolerance a distance."""
+    for outcome, mass in law.items():
+        value = float(mass)
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"the exact law has mass {mass!r} at {outcome!r}")
+    if not (math.isfinite(tolerance) and 0 <= tolerance < 1):
+        raise ValueError(f"tolerance must be in [0, 1), got {tolerance}")
+
+
+def _check_counts(counts: Mapping[Any, Any]) -> None:
+    for outcome, count in counts.items():
+        if isinstance(count, bool) or not float(count).is_integer() or count < 0:
+            raise ValueError(f"count {count!r} at {outcome!r} is not a non-negative integer")
 
 
 def _asymptotic_pvalues(
