@@ -1,0 +1,45 @@
+"""A sample of the mutation table in the default session (``nox -s mutants`` runs them all).
+
+The exact TVs come from the reference rules with the same bug (``mutants/rules.py``); the
+verdicts from the audit at alpha = 1e-6 per row, beta = 1e-4, delta = 0.05 (killed mutants)
+or delta = 0.2 (the equivalent one: passing has probability >= 1 - rows x 1e-6 for a correct
+verifier, and this mutant's exact law equals the correct one on every case).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from specproof.audit import audit_verifier
+from specproof.audit.cases import verifier_problems
+from specproof.audit.mutants import by_name, make_verifier
+from specproof.audit.mutants.table import mutant_laws
+
+SMALL = [p for p in verifier_problems(0, 64) if p.vocab <= 16]
+
+
+@pytest.mark.parametrize("bug", ["bonus-wrong-row", "residual-softmax-clamp"])
+def test_a_mutant_above_delta_is_killed(bug: str) -> None:
+    small_vocab = next(p for p in SMALL if p.name == "small-vocab")
+    round_tv, tokens_tv = mutant_laws(by_name(bug), small_vocab)
+    assert round_tv >= 0.05
+    report = audit_verifier(make_verifier(bug), "vllm", problems=[small_vocab])
+    assert not report.passed, report.table()
+
+
+def test_the_wrong_bonus_row_is_caught_by_the_round_law() -> None:
+    """The old blind spot: the bonus token after full acceptance. Only p-equals-q rows, where
+    every round ends with the bonus, are given: the round and tokens rows both fail."""
+    case = next(p for p in SMALL if p.name == "p-equals-q")
+    report = audit_verifier(make_verifier("bonus-wrong-row"), "vllm", problems=[case])
+    failed = {r.check for r in report.results if not r.passed}
+    assert {"round", "tokens"} <= failed, report.table()
+
+
+def test_an_equivalent_mutant_has_exact_tv_zero_and_passes() -> None:
+    mutant = by_name("pq-fallback-draft")
+    for problem in SMALL:
+        round_tv, tokens_tv = mutant_laws(mutant, problem)
+        assert round_tv == 0 and tokens_tv < 1e-12, problem.name
+    report = audit_verifier(make_verifier(mutant.bug), "vllm", problems=SMALL[:4], delta=0.2)
+    assert report.passed, report.table()
