@@ -1,14 +1,17 @@
 """Input checks for the optimized entry points: a clear error, never silently wrong output.
 
-With ``validate=False`` none of this runs and the caller guarantees what these checks prove:
-finite inputs (logits may be -inf, never NaN or +inf, and each row has a finite entry);
-probability rows non-negative and summing to 1 within :func:`sum_tolerance`; matching shapes,
-devices and dtypes; token ids in 0..V-1 for every verified position; every drafted token has
-positive draft probability; lengths in 0..n; temperatures finite and >= 0. Violations then give
-unspecified tokens (never out-of-bounds memory access for in-range ids and lengths).
-
-Only rows that verification can read are checked: target rows 0..l_r and draft rows 0..l_r - 1
-of request r; padding rows beyond a request's length may hold anything.
+Argument checks (types, dtypes, shapes, devices, the Philox words: see
+:mod:`specproof.optimized.arguments`) run on every call. With ``validate=True`` the checks here
+read tensor contents at O(B * n) cost (lengths, token ids at verified positions, distinct
+request ids, temperatures); the row contents of chain verification are checked by
+:mod:`specproof.optimized.row_checks`, those of trees and draft sampling by :func:`check_rows`.
+With ``validate=False`` the caller guarantees what these checks prove: lengths in 0..n; token
+ids in 0..V-1 at every verified position; request ids distinct and in [0, 2^32); temperatures
+finite and >= 0; logits never NaN or +inf (-inf allowed) with a finite entry per row;
+probability rows non-negative and summing to 1 within :func:`sum_tolerance`; every drafted
+token has positive draft probability. Violations then give unspecified tokens (never
+out-of-bounds memory access for in-range ids and lengths). The README's "Bad input" section
+lists every check.
 """
 
 from __future__ import annotations
