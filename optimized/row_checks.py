@@ -55,11 +55,12 @@ class RowChecks:
     def raise_if_any(self) -> None:
         if not self.flags:
             return
-        found = torch.stack([bad.any() for bad, _ in self.flags])
-        if not bool(found.any()):  # the one host synchronisation
+        every = torch.cat([bad.reshape(-1) for bad, _ in self.flags])
+        if not bool(every.any()):  # the one host synchronisation
             return
-        bad, describe = self.flags[int(found.nonzero()[0])]
-        raise InvalidInputError(describe(bad))
+        for bad, describe in self.flags:  # error path: find the first violation
+            if bool(bad.any()):
+                raise InvalidInputError(describe(bad))
 
 
 def at(where: str, index: tuple[int, ...]) -> str:

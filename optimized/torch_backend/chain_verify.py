@@ -47,6 +47,7 @@ class Rows:
     ) -> None:
         self.name, self.values, self.is_logits = name, values, is_logits
         self.temperature, self.checks = temperature, checks
+        self.full_rows: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
 
     def probabilities(
         self,
@@ -54,18 +55,32 @@ class Rows:
         position: torch.Tensor,
         requests: torch.Tensor,
         into: str | None = None,
+        known_sums: bool = False,
     ) -> torch.Tensor:
         """Float32 probability rows [R, V] of (batch_index[i], position[i]), in the workspace
         ``into`` when given; full-row checks recorded (for logits the NaN test is made on
-        values taken from the result, see :meth:`check_softmax`)."""
+        values taken from the result, see :meth:`check_softmax`). With ``known_sums`` the
+        caller records the sums itself (:meth:`record_sums`), from a pass it makes anyway."""
         rows = gather_rows(self.values, batch_index, position, into)
         if self.is_logits:
             scale = None if self.temperature is None else self.temperature[batch_index]
             return softmax_rows_(rows, scale)
-        if self.checks is not None:
-            sums, minima = rows.sum(dim=-1), rows.amin(dim=-1)
-            check_full_rows(self.checks, self.name, sums, minima, self.values.dtype, requests)
+        if self.checks is not None and not known_sums:  # checked together in finish()
+            self.full_rows.append((rows.sum(dim=-1), rows.amin(dim=-1), requests))
         return rows
+
+    def record_sums(self, rows: torch.Tensor, sums: torch.Tensor, requests: torch.Tensor) -> None:
+        if self.checks is not None and not self.is_logits:
+            self.full_rows.append((sums, rows.amin(dim=-1), requests))
+
+    def finish(self) -> None:
+        """Record the checks of every probability row read in full."""
+        if self.checks is not None and self.full_rows:
+            sums, minima, requests = (
+                torch.cat(parts) for parts in zip(*self.full_rows, strict=True)
+            )
+            check_full_rows(self.checks, self.name, sums, minima, self.values.dtype, requests)
+            self.full_rows = []
 
     def check_softmax(self, p_x: torch.Tensor, batch_index: torch.Tensor, position: int) -> None:
         if self.checks is not None and self.is_logits:
@@ -126,6 +141,25 @@ def refetch(
 ) -> torch.Tensor:
     """Probability rows ``picked`` of (batch_index, position) read again from the input."""
     return side.probabilities(batch_index[picked], position[picked], requests[batch_index[picked]])
+
+
+CHUNK_BYTES = 4 * 2**20
+"""Final rows are processed this many bytes of one row set at a time: the gathered p and q rows
+then stay in cache for the checks and the residual (on this CPU, about half the cost of the
+full-row checks at B = 256)."""
+
+
+def row_chunks(rows: torch.Tensor, vocab: int) -> list[torch.Tensor]:
+    """``rows`` split into pieces of about :data:`CHUNK_BYTES` of float32 rows each."""
+    size = max(1, CHUNK_BYTES // (4 * vocab))
+    return list(rows.split(size)) if rows.numel() else []
+
+
+def row_of(
+    values: torch.Tensor, batch_index: torch.Tensor, position: torch.Tensor, i: int
+) -> torch.Tensor:
+    """The input row of entry i (for error messages)."""
+    return values[int(batch_index[i]), int(position[i])]
 
 
 def select_rows(rows: torch.Tensor, index: torch.Tensor, into: str) -> torch.Tensor:
@@ -199,20 +233,19 @@ def chain_verify_torch(
         run = torch.cumprod((keep & verified).to(torch.int32), dim=1)
         accepted = run.sum(dim=1, dtype=torch.int64)
         rejected = accepted < lengths
-        hit = rejected.nonzero().squeeze(1)
-        if hit.numel():
+        rejected_rows = rejected.nonzero().squeeze(1)
+        for hit in row_chunks(rejected_rows, target.shape[-1]):
             position = accepted[hit]
             p_rows = p_side.probabilities(hit, position, requests[hit], "p")
             q_rows = None
             if q_side is not None:
                 q_rows = q_side.probabilities(hit, position, requests[hit], "q")
-            u = u_residual[hit, position]
             final[hit] = draw_residual(
                 p_rows,
                 q_rows,
                 tokens[hit, position],
-                u,
-                lambda i: gather_rows(target, hit[i], position[i]),
+                u_residual[hit, position],
+                partial(refetch, p_side, hit, position, requests),
             )
     else:
         still = lengths > 0
@@ -283,17 +316,17 @@ def chain_verify_torch(
             check_maxima(checks, "target", maxima, target_logits)
         final[rows] = argmax
     # Bonus tokens: sampled requests that accepted every verified draft.
-    bonus = (sampled & ~rejected).nonzero().squeeze(1)
-    if bonus.numel():
+    for bonus in row_chunks((sampled & ~rejected).nonzero().squeeze(1), target.shape[-1]):
         position = accepted[bonus]
-        bonus_rows = p_side.probabilities(bonus, position, requests[bonus], "p")
-        u = u_bonus[bonus, position]
-        token, total = sample_tiled(bonus_rows, u)
+        bonus_rows = p_side.probabilities(bonus, position, requests[bonus], "p", known_sums=True)
+        token, total = sample_tiled(bonus_rows, u_bonus[bonus, position])
+        p_side.record_sums(bonus_rows, total, requests[bonus])  # total: the sum of the row
         if checks is not None and target_logits:
-            check_softmax_values(
-                checks, "target", total, lambda i: target[int(bonus[i]), int(position[i])]
-            )
+            check_softmax_values(checks, "target", total, partial(row_of, target, bonus, position))
         final[bonus] = token
+    p_side.finish()
+    if q_side is not None:
+        q_side.finish()
     # Drafts accepted before the first rejection, then the final token.
     emitted = torch.arange(n, device=device)[None, :] < accepted[:, None]
     out[:, :n] = torch.where(emitted, tokens, -1)
