@@ -12,9 +12,9 @@ seed 0) run on the torch mutant, stopped at the first failing case.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
-import json
 import sys
 import time
 from dataclasses import asdict, dataclass
