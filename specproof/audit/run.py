@@ -129,11 +129,13 @@ def audit_problem(
     timeout: float = DEFAULT_TIMEOUT,
     progress: Callable[[int, int], None] | None = None,
     lossless_only: bool = False,
+    rounds: int | None = None,
 ) -> list[CaseResult]:
     """The rows of one case: layout (exact), support (exact), round, tokens and length.
 
     ``lossless_only`` keeps only the target-law row "tokens" (for drafters, whose reported q
-    legitimately changes the round law)."""
+    legitimately changes the round law). ``rounds`` overrides the n the rows need (more rounds
+    keep every row's alpha; the stated power needs at least the default n)."""
     exact_law = exact_round_law(problem) if round_law is None else round_law
     lengths = length_law(exact_law)
     completed = tokens_law(problem)
@@ -143,7 +145,7 @@ def audit_problem(
         if lossless_only
         else [exact_law, completed, lengths]
     )
-    n = rounds_needed(checked, alpha, beta, delta, tolerance)
+    n = rounds_needed(checked, alpha, beta, delta, tolerance) if rounds is None else rounds
     deadline = time.monotonic() + timeout
     stat = (alpha, beta, delta)
     try:
