@@ -174,3 +174,13 @@ def make_verifier(bug: str | None = None) -> Verifier:
 
 
 rejection_sample = make_verifier()
+
+
+def __getattr__(name: str) -> Verifier:
+    """``mutant_<bug with underscores>``: importable mutants, e.g. for ``specproof audit
+    specproof.audit.mutants.verifier:mutant_uniform_float32_le --signature vllm``."""
+    if name.startswith("mutant_"):
+        from .catalogue import by_name
+
+        return make_verifier(by_name(name.removeprefix("mutant_").replace("_", "-")).bug)
+    raise AttributeError(name)
