@@ -169,7 +169,9 @@ def speculative_generate(
     lengths = torch.tensor([len(p) for p in prompts], dtype=torch.int64)
     if int(lengths.min()) < 2:
         raise ValueError("every prompt needs at least 2 tokens")
-    needed = int(lengths.max()) + max_new_tokens + gamma + 1
+    # A request that has finished keeps being drafted for (its rows are ignored), so its
+    # drafter may write gamma scratch positions past its last round's overshoot.
+    needed = int(lengths.max()) + max_new_tokens + 2 * gamma + 1
     if needed > target.config.max_len:
         raise ValueError(f"needs {needed} positions, the target has {target.config.max_len}")
     width = int(lengths.max())

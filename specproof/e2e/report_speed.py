@@ -202,8 +202,9 @@ def scheduler_section(results: dict[str, Any]) -> list[str]:
         "### Schedulers at larger batches, with a paired sign test",
         "",
         "DSpark, temperature 1, STS confidences, SPS(B) profiled at the batch size. The best "
-        "fixed gamma is chosen by a sweep over gamma = 1..7 on calibration prompts (full-batch "
-        "tokens/s), then compared on held-out chunks of both domains. Test: exact one-sided "
+        f"fixed gamma is chosen by a sweep over gamma = 1..{results['plan']['dspark']['gamma']} "
+        "on calibration prompts (full-batch tokens/s), then compared on held-out chunks of both "
+        "domains. Test: exact one-sided "
         "sign test of 'Algorithm 1 is slower' over the per-chunk paired ratios (ties dropped); "
         f"false-alarm rate alpha = {any_test['alpha']} for any distribution of the ratios; "
         f"its power is stated against 'Algorithm 1 is slower on a chunk with probability "

@@ -53,3 +53,32 @@ def test_weights_round_trip(tmp_path: Path) -> None:
             loaded.state_dict().items(), original.state_dict().items(), strict=True
         ):
             assert torch.equal(a, b), name
+
+
+def test_shipped_weights_are_the_plan_of_nox_train_target() -> None:
+    """The committed files: bf16, under 30 MB together, the configs and step counts of
+    specproof.e2e.ship.SHIP, and loadable into float32 models of the stated sizes."""
+    import json
+
+    from safetensors import safe_open
+
+    from specproof.e2e.run import load_shipped
+    from specproof.e2e.ship import SHIP, SHIPPED_DIR
+    from specproof.e2e.target import parameter_count
+
+    files = sorted(SHIPPED_DIR.glob("*.safetensors"))
+    assert [f.stem for f in files] == ["dspark", "eagle", "target"]
+    assert sum(f.stat().st_size for f in files) < 30 * 2**20
+    for f in files:
+        with safe_open(str(f), framework="pt") as handle:
+            assert {handle.get_tensor(k).dtype for k in handle.keys()} == {torch.bfloat16}  # noqa: SIM118
+    report = json.loads((SHIPPED_DIR / "training.json").read_text())
+    assert report["training"]["target"]["steps"] == SHIP.target_steps
+    assert report["training"]["dspark"]["steps"] == SHIP.drafter_steps
+    assert report["training"]["eagle"]["steps"] == SHIP.drafter_steps
+    models = load_shipped(SHIPPED_DIR)
+    assert models.target.config == SHIP.target
+    assert 5_000_000 <= parameter_count(models.target) <= 10_000_000
+    dspark, eagle = parameter_count(models.dspark), parameter_count(models.eagle)
+    assert abs(dspark - eagle) <= 0.001 * dspark
+    assert models.target.embed.weight.dtype == torch.float32

@@ -171,3 +171,24 @@ def test_dspark_proposal_matches_its_training_pass(models: ToyModels) -> None:
     torch.testing.assert_close(
         proposal.confidence_logits[0], confidence[0, 0], atol=1e-5, rtol=1e-4
     )
+
+
+def test_drafting_for_finished_requests_stays_inside_the_caches(models: ToyModels) -> None:
+    """Regression: a request that finished first (with a round's overshoot) is still drafted
+    for while the others decode; the EAGLE-style drafter's scratch writes past its lengths
+    once ran off the end of a cache sized for the longest prompt plus the new tokens."""
+    from specproof.e2e.experiments import with_gamma
+
+    eagle = with_gamma(models.eagle, 6)  # scratch writes reach gamma - 2 past the lengths
+    prompts = [PROMPTS[0], PROMPTS[0][:3]]
+    for new_tokens, seed in ((10, 0), (11, 1), (12, 2), (13, 3)):
+        result = speculative_generate(
+            models.target,
+            eagle,
+            prompts,
+            new_tokens,
+            temperature=1.0,
+            schedule=FixedGamma(),
+            seed=seed,
+        )
+        assert [len(t) for t in result.tokens] == [new_tokens, new_tokens]
