@@ -179,6 +179,7 @@ def hunt_case(
                 "FAIL",
                 detail,
                 round=index,
+                summary=f"impossible output {seen} in round {index}",
             )
         done += take
         if progress is not None:
@@ -192,7 +193,10 @@ def hunt_case(
         f"no impossible event in {rounds} rounds: rate < {excluded_rate(rounds):.3g} "
         f"(= -ln(0.05)/N) at 95 %"
     )
-    return CaseResult(case.name, "hunt", rounds, None, None, 0.0, None, None, "pass", detail)
+    summary = detail
+    return CaseResult(
+        case.name, "hunt", rounds, None, None, 0.0, None, None, "pass", detail, summary=summary
+    )
 
 
 def hunt_verifier(

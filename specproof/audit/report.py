@@ -29,6 +29,8 @@ class CaseResult:
     exact_tv: str | None = None
     round: int | None = None
     """The first offending round, for exact failures found while sampling."""
+    summary: str = ""
+    """A short result for the table (the detail is printed below it)."""
 
     @property
     def passed(self) -> bool:
@@ -39,6 +41,8 @@ class CaseResult:
         return self.alpha == 0
 
     def result(self) -> str:
+        if self.summary:
+            return self.summary
         if self.exact_tv is not None:
             return f"exact TV = {self.exact_tv}"
         if not self.exact and self.tv_estimate is not None and self.bound is not None:

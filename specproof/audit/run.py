@@ -113,6 +113,7 @@ def _impossible(
         "FAIL",
         detail,
         round=index,
+        summary=f"impossible outcome in round {index}",
     )
 
 
@@ -166,6 +167,7 @@ def audit_problem(
                 "FAIL",
                 detail,
                 round=error.round,
+                summary=f"{error.message}{where}",
             )
         ]
     except CaseTimeout as error:

@@ -57,7 +57,7 @@ def test_the_hunt_catches_a_bf16_uniform_and_passes_the_correct_verifier() -> No
     assert caught.verdict == "FAIL" and caught.round is not None and caught.round < 10**6
     clean = hunt_verifier(make_verifier(None), "vllm", 1 << 16, batch=1 << 14)
     assert clean.passed
-    assert all("rate <" in r.detail for r in clean.results)
+    assert all("rate <" in r.detail and "rate <" in r.result() for r in clean.results)
 
 
 def test_hunt_arithmetic() -> None:

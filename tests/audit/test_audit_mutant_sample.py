@@ -22,7 +22,7 @@ SMALL = [p for p in verifier_problems(0, 64) if p.vocab <= 16]
 def test_a_mutant_above_delta_is_killed(bug: str) -> None:
     small_vocab = next(p for p in SMALL if p.name == "small-vocab")
     round_tv, tokens_tv = mutant_laws(by_name(bug), small_vocab)
-    assert round_tv >= tokens_tv >= 0.05  # the round law determines the completed tokens
+    assert round_tv >= tokens_tv - 1e-12 >= 0.05 - 1e-12  # completion cannot add TV
     report = audit_verifier(make_verifier(bug), "vllm", problems=[small_vocab])
     assert not report.passed, report.table()
 

@@ -20,7 +20,7 @@ from specproof.audit.cases import verifier_problems
 
 ALPHA = 1e-6
 BETA = 1e-4
-DELTA = 0.1
+DELTA = 0.15
 LARGE_VOCAB = 2048
 EXPECTED_CASES = {
     "small-vocab",
@@ -52,8 +52,13 @@ def test_compat_verifier_passes_the_audit(path: str, signature: str) -> None:
     assert report.passed, report.table()
     cases = {r.case for r in report.results}
     assert cases >= EXPECTED_CASES, report.table()
-    assert ("ragged" in cases) == (signature == "vllm")
-    assert {row.check for row in report.results} == {"tokens", "length"}
+    assert "ragged" in cases
+    assert ({"greedy", "mixed", "greedy-ties"} <= cases) == (signature == "vllm")
+    checks = {"layout", "support", "round", "tokens", "length"}
+    assert {row.check for row in report.results} == checks
     for row in report.results:
-        assert row.n is not None and row.alpha == ALPHA and row.beta == BETA
-        assert row.delta == DELTA
+        assert row.n is not None
+        if row.check in ("layout", "support"):
+            assert row.alpha == 0  # exact checks
+        else:
+            assert row.alpha == ALPHA and row.beta == BETA and row.delta == DELTA
