@@ -153,6 +153,13 @@ def mutants(session: nox.Session) -> None:
     session.run("python", "-m", "specproof.audit.mutants.table", *session.posargs)
 
 
+@nox.session(**SHARED, name="audit-bench", default=False)
+def audit_bench(session: nox.Session) -> None:
+    """Speed of the audit harness: the "Audit harness" section of BENCHMARKS.md."""
+    install(session, "test")
+    session.run("python", "-m", "specproof.audit.bench", *session.posargs)
+
+
 @nox.session(**SHARED, default=False)
 def e2e(session: nox.Session) -> None:
     """Load the shipped target and drafters and regenerate the end-to-end tables
