@@ -1,5 +1,5 @@
-"""``nox -s audit-bench`` (``python -m specproof.audit.bench``): speed of the audit harness, written to BENCHMARKS.md
-(section "Audit harness") and benchmarks/audit_harness.json.
+"""``nox -s audit-bench`` (``python -m specproof.audit.bench``): speed of the audit harness,
+written to BENCHMARKS.md (section "Audit harness") and benchmarks/audit_harness.json.
 
 One measurement is one audit case end to end: drafting, the verifier call, the exact layout
 checks, completion from the target, counting outcomes and the goodness-of-fit rows. The
