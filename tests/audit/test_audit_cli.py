@@ -80,3 +80,25 @@ def test_exact_rows_print_no_statistical_columns(
     assert "exact TV = 3/20" in printed and "bound" not in printed
     rows = json.loads(out.read_text())["results"]
     assert all(r["alpha"] == 0 and r["n"] is None for r in rows)
+
+
+def test_the_readme_scheduler_excerpt_is_what_the_command_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every line of the README's scheduler-audit excerpt (between the command and the exit
+    status, "..." elisions aside) is a line the command prints, seconds aside."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    command = (
+        "$ specproof audit specproof.audit.examples:global_search_schedule --scheduler --quiet"
+    )
+    excerpt = readme.split(command, 1)[1].split("(exit status 1)", 1)[0].strip().splitlines()
+    assert main(["specproof.audit.examples:global_search_schedule", "--scheduler", "--quiet"]) == 1
+    printed = capsys.readouterr().out.splitlines()
+
+    def timeless(line: str) -> str:
+        return line.split(": FAIL (")[0]
+
+    printed_set = {timeless(line) for line in printed}
+    shown = [line for line in excerpt if line != "..."]
+    assert len(shown) >= 5
+    assert all(timeless(line) in printed_set for line in shown), shown
