@@ -64,3 +64,16 @@ def test_hunt_arithmetic() -> None:
     assert math.isclose(excluded_rate(10**6), -math.log(0.05) / 10**6)
     n = rounds_to_find(2.0**-24)
     assert (1 - 2.0**-24) ** n <= 0.05 < (1 - 2.0**-24) ** (n - 1)
+
+
+def test_a_case_past_its_deadline_stops_and_names_the_case() -> None:
+    import time
+
+    import pytest
+
+    from specproof.audit.harness import CaseTimeout, sample_rounds, verifier_round
+
+    problem = PROBLEMS["ragged"]
+    round_fn = verifier_round(examples.rejection_sample, "vllm")
+    with pytest.raises(CaseTimeout, match="ragged: stopped after 64 of 1000 rounds"):
+        sample_rounds(problem, round_fn, 1000, 0, chunk=64, deadline=time.monotonic() - 1)
