@@ -1,0 +1,51 @@
+"""Where the torch backend's time goes at the headline shape (B = 64, k = 8, V = 128,256, one
+thread, realistic drafts, validate=True): the top operators by self CPU time, torch.profiler
+over 3 calls. Inputs are those of ``bench/run.py``."""
+
+from __future__ import annotations
+
+import sys
+from functools import partial
+from pathlib import Path
+
+import torch
+from torch.profiler import profile
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run import HEADLINE, make_inputs
+from specproof.optimized import chain_verify
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    batch, n, vocab = HEADLINE
+    for logits in (False, True):
+        target, draft, tokens = make_inputs(
+            batch, n, vocab, True, logits, torch.device("cpu"), seed=batch + n
+        )
+
+        call = partial(
+            chain_verify,
+            target,
+            draft,
+            tokens,
+            seed=1,
+            backend="torch",
+            target_is_logits=logits,
+            draft_is_logits=logits,
+        )
+        call()
+        with profile() as prof:
+            for _ in range(3):
+                call()
+        events = prof.key_averages()
+        total = sum(e.self_cpu_time_total for e in events)
+        top = sorted(events, key=lambda e: -e.self_cpu_time_total)[:6]
+        shares = "; ".join(f"{e.key} {100 * e.self_cpu_time_total / total:.0f} %" for e in top)
+        kind = "logits" if logits else "probabilities"
+        print(f"{kind}: {total / 3e3:.1f} ms per call profiled; {shares}")
+
+
+if __name__ == "__main__":
+    main()

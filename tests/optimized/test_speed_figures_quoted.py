@@ -1,0 +1,52 @@
+"""The README's benchmark table quotes the committed bench run (benchmarks/results.json) cell for
+cell: no speed figure is typed by hand. Nothing here is timed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def milliseconds(seconds: float) -> str:
+    """bench/run.py's format of a median."""
+    return f"{seconds * 1e3:,.1f}" if seconds < 10 else f"{seconds * 1e3:,.0f}"
+
+
+def expected_cells(row: dict) -> list[str]:
+    times = row["median_s"]
+    ratios = row["ratio_to_default"]
+    cells = [row["input"], f"{row['mean_accepted']:.2f}"]
+    for name in ("default", "unvalidated", "flashinfer", "vllm", "eager", "loop"):
+        cells.append(f"{milliseconds(times[name])} ms" if name in times else "-")
+    cells += [
+        f"{milliseconds(row['bound_s'])} ms",
+        f"{ratios['eager']:.1f}x",
+        f"{ratios['loop']:.1f}x",
+        f"{times['default'] / row['bound_s']:.1f}x",
+        f"{100 * row['validation_overhead']:+.0f} %",
+    ]
+    return cells
+
+
+def test_readme_benchmark_table_is_the_committed_run() -> None:
+    report = json.loads((ROOT / "benchmarks" / "results.json").read_text())
+    assert not report["quick"]
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Benchmark (CPU)", 1)[1].split("\n## ", 1)[0]
+    quoted = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] in ("probabilities", "logits"):
+            quoted[cells[0]] = cells
+    head = [
+        r
+        for r in report["results"]
+        if r["sweep"] == "headline" and r["threads"] == 1 and r["acceptance"] == "realistic"
+    ]
+    assert {r["input"] for r in head} == set(quoted) == {"probabilities", "logits"}
+    for row in head:
+        assert quoted[row["input"]] == expected_cells(row)
+    assert f"{report['copy_bandwidth_bytes_per_s'] / 1e9:.2f} GB/s" in section
+    assert report["date"] in section
