@@ -134,8 +134,8 @@ def notebooks(session: nox.Session) -> None:
 
 @nox.session(**SHARED, default=False)
 def bench(session: nox.Session) -> None:
-    """Kernel benchmarks: writes BENCHMARKS.md and benchmarks/results.json."""
-    install(session, "test")
+    """Kernel benchmarks: writes BENCHMARKS.md, benchmarks/results.json and the plot."""
+    install(session, "test,notebooks")  # matplotlib for benchmarks/time_vs_batch.png
     session.run("python", "bench/run.py", *session.posargs, env=CPU_ENV)
 
 
