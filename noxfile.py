@@ -59,7 +59,7 @@ def install(session: nox.Session, extras: str) -> None:
 @nox.session(**SHARED)
 def tests(session: nox.Session) -> None:
     """The whole CPU suite (Triton kernels run under the interpreter)."""
-    install(session, "test")
+    install(session, "test,e2e")  # safetensors: the shipped e2e weights are tested
     env = {**CPU_ENV, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
     session.run("pytest", "-m", "not slow and not gpu", *session.posargs, env=env)
 
@@ -67,7 +67,7 @@ def tests(session: nox.Session) -> None:
 @nox.session(**SHARED, default=False)
 def thorough(session: nox.Session) -> None:
     """Exhaustive and slow tests, with the thorough hypothesis profile."""
-    install(session, "test")
+    install(session, "test,e2e")
     env = {**CPU_ENV, "HYPOTHESIS_PROFILE": "thorough"}
     session.run("pytest", "-m", "not gpu", *session.posargs, env=env)
 
