@@ -26,21 +26,6 @@ def workspace(name: str, rows: int, vocab: int, device: torch.device) -> torch.T
     return buffer[: rows * vocab].view(rows, vocab)
 
 
-def row_probs(
-    rows: torch.Tensor, is_logits: bool, inv_temperature: torch.Tensor, lse: torch.Tensor
-) -> torch.Tensor:
-    """Probabilities of [R, V] rows; logits go through exp(l / T - lse) in float32."""
-    values = rows.to(torch.float32)
-    if is_logits:
-        return torch.exp(values * inv_temperature[:, None] - lse[:, None])
-    return values
-
-
-def row_lse(rows: torch.Tensor, inv_temperature: torch.Tensor) -> torch.Tensor:
-    """log-sum-exp of logits / T per row, in float32."""
-    return torch.logsumexp(rows.to(torch.float32) * inv_temperature[:, None], dim=-1)
-
-
 def threshold_below(u: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
     """The largest float32 t <= u * total (product exact in float64); see the Triton twin."""
     exact = u.to(torch.float64) * total.to(torch.float64)
