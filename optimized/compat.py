@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from .arguments import as_integer
+from .torch_backend.rows import workspace
 from .validation import InvalidInputError, check_float, check_int, check_same_device
 from .verify import chain_verify
 
@@ -153,7 +154,8 @@ def rejection_sample(
     Divergences from vLLM: the acceptance test is u < p / q with u in [0, 1) (vLLM: p / q >= u
     with a float64 u), recovered tokens are inverse-CDF draws, per-request generators in
     ``sampling_metadata.generators`` are not used (``seed`` keys the whole call; None draws one
-    from torch's default generator), the ragged rows are gathered into a dense [B, n, V] copy,
+    from torch's default generator), the target rows are gathered into a dense [B, n + 1, V]
+    copy (the draft rows too, unless every request drafts max_spec_len tokens),
     and the inputs are validated unless ``validate=False``.
     """
     lengths, vocab = check_ragged_inputs(
@@ -169,26 +171,43 @@ def rejection_sample(
     batch = lengths.shape[0]
     device = target_probs.device
     starts = cu_num_draft_tokens.to(device=device, dtype=torch.int64) - lengths
-    positions = torch.arange(max_spec_len, device=device)
-    rows = (starts[:, None] + positions[None, :]).clamp(max=max(target_probs.shape[0] - 1, 0))
-    live = positions[None, :] < lengths[:, None]
     total = target_probs.shape[0]
     if total == 0:
-        rows = torch.zeros_like(rows)
         source = torch.zeros(1, vocab, dtype=target_probs.dtype, device=device)
         source[:, 0] = 1
+        draft_source, token_source = (
+            (None if draft_probs is None else source),
+            torch.zeros(1, dtype=torch.int64, device=device),
+        )
     else:
-        source = target_probs
-    target = torch.cat(
-        [source[rows], torch.zeros(batch, 1, vocab, dtype=target_probs.dtype, device=device)], 1
+        source, draft_source, token_source = target_probs, draft_probs, draft_token_ids
+    # Position k of request r reads row starts[r] + k (clamped: padding positions are never
+    # verified). The extra last position stands in for the bonus row, whose token is given:
+    # any valid row serves, so it repeats the request's last row.
+    positions = torch.arange(max_spec_len + 1, device=device)
+    rows = (starts[:, None] + positions[None, :].clamp(max=max(max_spec_len - 1, 0))).clamp(
+        0, max(total - 1, 0)
     )
-    target[:, -1, 0] = 1  # stands in for the bonus row; the bonus token is given
-    draft = None if draft_probs is None else (draft_probs if total else source)[rows]
-    tokens = torch.where(
-        live,
-        (draft_token_ids if total else torch.zeros(1, dtype=torch.int64, device=device))[rows],
-        0,
-    )
+    flat_rows = rows.reshape(-1)
+    if source.dtype == torch.float32:  # a kept buffer: fresh ones cost more in page faults
+        gathered = workspace("compat-target", flat_rows.numel(), vocab, device)
+        torch.index_select(source, 0, flat_rows, out=gathered)
+    else:
+        gathered = source.index_select(0, flat_rows)
+    target = gathered.view(batch, max_spec_len + 1, vocab)
+    draft_rows = rows[:, :max_spec_len]
+    # The lengths sum to total and none exceeds max_spec_len: this means all equal it.
+    uniform = total > 0 and total == batch * max_spec_len
+    if draft_source is None:
+        draft = None
+    elif uniform:
+        draft = draft_source.view(batch, max_spec_len, vocab)  # the ragged rows are dense already
+    else:
+        draft = draft_source.index_select(0, draft_rows.reshape(-1)).view(
+            batch, max_spec_len, vocab
+        )
+    live = positions[None, :max_spec_len] < lengths[:, None]
+    tokens = torch.where(live, token_source[draft_rows], 0)
     temperature = _greedy_as_zero_temperature(sampling_metadata, batch, device)
     result = chain_verify(
         target,
