@@ -14,8 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-from ..philox import ACCEPT, BONUS, RESIDUAL
-from .philox import address_uniform
+from .philox import ACCEPT, BONUS, RESIDUAL, address_uniform
 from .rows import load_prob, residual_search, residual_total, row_argmax, row_lse
 
 

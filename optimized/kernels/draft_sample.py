@@ -12,9 +12,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ..philox import DRAFT
 from .chain_verify import block_size
-from .philox import address_uniform
+from .philox import DRAFT, address_uniform
 from .rows import residual_search, residual_total, row_argmax, row_lse
 
 

@@ -11,7 +11,14 @@ import torch
 import triton
 import triton.language as tl
 
-UNIFORM_SCALE: tl.constexpr = 1.0 / 16777216.0
+from .. import philox as _host
+
+# Compiled kernels read globals only as constexpr values.
+UNIFORM_SCALE = tl.constexpr(1.0 / 16777216.0)
+DRAFT = tl.constexpr(_host.DRAFT)
+ACCEPT = tl.constexpr(_host.ACCEPT)
+RESIDUAL = tl.constexpr(_host.RESIDUAL)
+BONUS = tl.constexpr(_host.BONUS)
 
 
 @triton.jit

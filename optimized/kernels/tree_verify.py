@@ -17,9 +17,8 @@ import torch
 import triton
 import triton.language as tl
 
-from ..philox import ACCEPT, BONUS, RESIDUAL
 from .chain_verify import block_size
-from .philox import address_uniform
+from .philox import ACCEPT, BONUS, RESIDUAL, address_uniform
 from .rows import load_prob, load_probs, row_lse, threshold_below
 
 
