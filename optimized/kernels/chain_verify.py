@@ -176,8 +176,12 @@ def chain_verify_triton(
     seed: int,
     round: int,
     offset: int,
+    block: int | None = None,
+    num_warps: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Launch the kernel on checked inputs (see :func:`specproof.optimized.chain_verify`).
+
+    ``block`` (vocabulary tile) and ``num_warps`` override the defaults, for tuning runs.
 
     Returns (tokens [B, n + 1] int64 with -1 after the last emitted token, accepted [B] int64).
     """
@@ -216,6 +220,7 @@ def chain_verify_triton(
         offset,
         TARGET_LOGITS=target_logits,
         Q_MODE=q_mode,
-        BLOCK=block_size(vocab, target.device),
+        BLOCK=block or block_size(vocab, target.device),
+        **({"num_warps": num_warps} if num_warps else {}),
     )
     return out, accepted
