@@ -32,6 +32,9 @@ class Variant:
     types: dict[str, str]
     constants: dict[str, object]
     label: str = field(default="")
+    unit_ints: bool = False
+    """Every integer argument equal to 1: the launcher turns each into a compile-time constant
+    unless the kernel declares it ``do_not_specialize``."""
 
 
 ROWS = ("*fp32", "*bf16", "*fp16")
@@ -121,18 +124,38 @@ def kernels() -> dict[str, triton.JITFunction]:
     }
 
 
+def unit_variants() -> Iterator[Variant]:
+    """The first variant of each kernel with every integer argument equal to 1."""
+    for variants in (chain_variants(), tree_variants(), draft_variants(), uniform_variants()):
+        first = next(iter(variants))
+        scalars = {name: kind for name, kind in first.types.items() if kind.startswith("*")}
+        yield Variant(first.kernel, scalars, first.constants, "every integer argument = 1", True)
+
+
 def all_variants() -> list[Variant]:
-    return [*chain_variants(), *tree_variants(), *draft_variants(), *uniform_variants()]
+    return [
+        *chain_variants(),
+        *tree_variants(),
+        *draft_variants(),
+        *uniform_variants(),
+        *unit_variants(),
+    ]
 
 
 def compile_variant(kernel: triton.JITFunction, variant: Variant, target: GPUTarget) -> object:
     """Lower one specialisation to a cubin; raises Triton's CompilationError on failure."""
+    constants = dict(variant.constants)
+    if variant.unit_ints:
+        for param in kernel.params:
+            unknown = param.name not in variant.types and param.name not in constants
+            if unknown and not param.do_not_specialize:
+                constants[param.name] = 1
     signature = {
-        name: "constexpr" if name in variant.constants else variant.types.get(name, "i32")
+        name: "constexpr" if name in constants else variant.types.get(name, "i32")
         for name in kernel.arg_names
     }
     source = triton.compiler.ASTSource(
-        fn=kernel, signature=signature, constexprs=variant.constants, attrs={}
+        fn=kernel, signature=signature, constexprs=constants, attrs={}
     )
     options = triton.compiler.make_backend(target).parse_options({"num_warps": 4})
     return triton.compile(source, target=target, options=options.__dict__)

@@ -16,8 +16,9 @@ pytest.importorskip("triton")
 
 
 def test_every_kernel_compiles_for_sm90() -> None:
-    """Regression: the kernels once read the Philox phase codes as plain module globals, which
-    the interpreter allows and the compiler refuses (NameError: non-constexpr global)."""
+    """Regressions, both first seen on an H200: the kernels read the Philox phase codes as plain
+    module globals (NameError: non-constexpr global), and a Philox word equal to 1 (round,
+    offset, draft index) became a compile-time constant with no ``.to`` (AttributeError)."""
     env = {**os.environ, "TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "1"}
     run = subprocess.run(
         [sys.executable, "-m", "specproof.optimized.kernels.compile_check"],
