@@ -18,7 +18,8 @@ from .philox import ACCEPT, BONUS, RESIDUAL, address_uniform
 from .rows import load_prob, residual_search, residual_total, row_argmax, row_lse
 
 
-@triton.jit
+# Philox words are never compile-time constants (a word equal to 1 would be one).
+@triton.jit(do_not_specialize=["seed", "round", "offset"])
 def _chain_verify_kernel(
     target_ptr,
     draft_ptr,

@@ -17,7 +17,8 @@ from .philox import DRAFT, address_uniform
 from .rows import residual_search, residual_total, row_argmax, row_lse
 
 
-@triton.jit
+# Philox words are never compile-time constants (a word equal to 1 would be one).
+@triton.jit(do_not_specialize=["seed", "round", "offset", "index"])
 def _draft_sample_kernel(
     scores_ptr,
     requests_ptr,

@@ -31,7 +31,8 @@ def address_uniform(seed, phase, index, request, round, offset):
     return (word >> 8).to(tl.float32) * UNIFORM_SCALE
 
 
-@triton.jit
+# Philox words are never compile-time constants (a word equal to 1 would be one).
+@triton.jit(do_not_specialize=["seed", "phase", "round", "offset"])
 def _uniforms_kernel(
     out_ptr, index_ptr, request_ptr, n, seed, phase, round, offset, BLOCK: tl.constexpr
 ):

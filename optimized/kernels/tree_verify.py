@@ -31,7 +31,8 @@ def _without_children(mass, cols, child, candidates_row, siblings_row):
     return mass
 
 
-@triton.jit
+# Philox words are never compile-time constants (a word equal to 1 would be one).
+@triton.jit(do_not_specialize=["seed", "round", "offset"])
 def _tree_verify_kernel(
     target_ptr,
     candidates_ptr,
