@@ -268,6 +268,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "gpu.json")
     parser.add_argument("--markdown", type=Path, help="also write the table here")
+    parser.add_argument("--no-tune", action="store_true", help="skip the tile/warps sweep")
     args = parser.parse_args()
     dev = torch.device(args.device)
     bandwidth = copy_bandwidth(dev)
@@ -279,7 +280,7 @@ def main() -> None:
             rows.append(measure(shape, logits, dev, bandwidth, repeats))
             brief = {k: v for k, v in rows[-1].items() if k != "calls_per_measurement"}
             print(json.dumps(brief), f"({time.perf_counter() - start:.1f} s)", flush=True)
-    tuning = [] if args.quick else tune(dev, bandwidth, repeats)
+    tuning = [] if args.quick or args.no_tune else tune(dev, bandwidth, repeats)
     import triton
 
     report = {

@@ -122,8 +122,13 @@ def _independent_acceptances(
     q = draft.gather(2, index)[..., 0].to(torch.float64)
     positions = torch.arange(1, n + 1, device=target.device)[None, :]
     requests = torch.arange(batch, device=target.device)[:, None]
-    u = address_uniforms(seed, ACCEPT, positions, requests, 0, offset).to(torch.float64)
-    return (u * q < p).sum(dim=1)
+    if target.is_cuda:  # the Triton kernel: one launch where the torch form takes dozens
+        from .kernels.philox import address_uniforms_triton
+
+        u = address_uniforms_triton(seed, ACCEPT, positions, requests, 0, offset).view(batch, n)
+    else:
+        u = address_uniforms(seed, ACCEPT, positions, requests, 0, offset)
+    return (u.to(torch.float64) * q < p).sum(dim=1)
 
 
 def rejection_sample(
@@ -221,9 +226,9 @@ def rejection_sample(
     )
     out = result.tokens
     finished = result.num_accepted == lengths
-    everyone = torch.arange(batch, device=device)
-    out[everyone[finished], lengths[finished]] = bonus_token_ids[finished, 0].to(torch.int64)
-    return out.to(torch.int32)
+    at_length = out.gather(1, lengths[:, None])
+    bonus = torch.where(finished[:, None], bonus_token_ids.to(torch.int64), at_length)
+    return out.scatter_(1, lengths[:, None], bonus).to(torch.int32)  # no host sync
 
 
 def check_ragged_inputs(
@@ -282,12 +287,15 @@ def check_ragged_inputs(
     )
     lengths = torch.tensor(counts, dtype=torch.int64, device=device)
     if validate:
-        if not torch.equal(lengths.cumsum(0), cu_num_draft_tokens.to(torch.int64)):
+        mismatch = (lengths.cumsum(0) != cu_num_draft_tokens.to(torch.int64)).any()
+        outside = (bonus_token_ids < 0) | (bonus_token_ids >= vocab)
+        if not bool(mismatch | outside.any()):  # one host synchronisation
+            return lengths, vocab
+        if mismatch:
             raise InvalidInputError(
                 f"cu_num_draft_tokens {cu_num_draft_tokens.tolist()[:8]} is not the inclusive "
                 f"cumsum of num_draft_tokens {counts[:8]}"
             )
-        outside = (bonus_token_ids < 0) | (bonus_token_ids >= vocab)
         if outside.any():
             r = int(outside.nonzero()[0, 0])
             raise InvalidInputError(

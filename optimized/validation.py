@@ -125,18 +125,15 @@ def check_temperature(temperature: torch.Tensor, batch: int, probabilities_only:
         )
 
 
-def check_chain_inputs(
+def check_chain_shapes(
     target: torch.Tensor,
     draft: torch.Tensor | None,
     draft_tokens: torch.Tensor,
     lengths: torch.Tensor,
     requests: torch.Tensor,
     temperature: torch.Tensor,
-    *,
-    target_logits: bool,
-    draft_logits: bool,
 ) -> None:
-    """Every documented precondition of chain verification (see the module docstring)."""
+    """Types, dtypes, shapes and devices of chain verification's tensors (metadata only)."""
     check_float("target", target, 3)
     batch, positions, vocab = target.shape
     n = positions - 1
@@ -157,6 +154,8 @@ def check_chain_inputs(
     check_int("request_ids", requests, 1)
     if tuple(requests.shape) != (batch,):
         fail(f"request_ids must have shape ({batch},), got {tuple(requests.shape)}")
+    if temperature.shape != (batch,):
+        fail(f"temperature must have shape ({batch},), got {tuple(temperature.shape)}")
     check_same_device(
         target=target,
         draft=draft,
@@ -165,10 +164,39 @@ def check_chain_inputs(
         request_ids=requests,
         temperature=temperature,
     )
-    if ((lengths < 0) | (lengths > n)).any():
+
+
+def duplicate_ids(requests: torch.Tensor) -> torch.Tensor:
+    """A 0-d bool tensor, True when two request ids are equal (no host synchronisation)."""
+    ordered = requests.sort().values
+    return (ordered[1:] == ordered[:-1]).any()
+
+
+def check_chain_inputs(
+    target: torch.Tensor,
+    draft: torch.Tensor | None,
+    draft_tokens: torch.Tensor,
+    lengths: torch.Tensor,
+    requests: torch.Tensor,
+    temperature: torch.Tensor,
+    *,
+    target_logits: bool,
+    draft_logits: bool,
+    given: tuple[bool, bool, bool] = (True, True, True),
+) -> None:
+    """Every documented precondition of chain verification but the row contents (see the
+    module docstring). ``given`` says which of (num_draft_tokens, request_ids, temperature) the
+    caller passed: the contents of values the entry point made itself are not re-checked."""
+    check_chain_shapes(target, draft, draft_tokens, lengths, requests, temperature)
+    batch, positions, vocab = target.shape
+    n = positions - 1
+    lengths_given, requests_given, temperature_given = given
+    if lengths_given and ((lengths < 0) | (lengths > n)).any():
         fail(f"num_draft_tokens must lie in 0..{n}, got {lengths.tolist()[:8]}")
-    check_request_ids(requests)
-    check_temperature(temperature, batch, not (target_logits or draft_logits))
+    if requests_given:
+        check_request_ids(requests)
+    if temperature_given:
+        check_temperature(temperature, batch, not (target_logits or draft_logits))
     positions_index = torch.arange(n, device=target.device)
     verified = positions_index[None, :] < lengths[:, None]  # [B, n]
     bad = verified & ((draft_tokens < 0) | (draft_tokens >= vocab))

@@ -9,7 +9,12 @@ import torch
 from .arguments import request_arguments
 from .backend import Backend, resolve_backend
 from .row_checks import RowChecks, check_rows_read
-from .validation import InvalidInputError, check_chain_inputs
+from .validation import (
+    InvalidInputError,
+    check_chain_inputs,
+    check_chain_shapes,
+    duplicate_ids,
+)
 
 
 class ChainResult(NamedTuple):
@@ -72,22 +77,13 @@ def chain_verify(
         num_draft_tokens=num_draft_tokens,
         max_draft_tokens=positions - 1,
     )
-    if validate:
-        check_chain_inputs(
-            target,
-            draft,
-            draft_tokens,
-            lengths,
-            requests,
-            temperatures,
-            target_logits=target_is_logits,
-            draft_logits=draft_is_logits,
-        )
+    given = (num_draft_tokens is not None, request_ids is not None, temperature is not None)
+    check_chain_shapes(target, draft, draft_tokens, lengths, requests, temperatures)
     chosen = resolve_backend(backend, device)
     if chosen == "triton":
         from .kernels.chain_verify import chain_verify_triton
 
-        tokens, accepted = chain_verify_triton(
+        tokens, accepted, flags = chain_verify_triton(
             target,
             draft,
             draft_tokens,
@@ -99,19 +95,37 @@ def chain_verify(
             seed=seed,
             round=round,
             offset=offset,
+            validate=validate,
         )
-        if validate:
-            check_rows_read(
-                target,
-                draft,
-                draft_tokens,
-                lengths,
-                temperatures,
-                accepted,
-                target_logits=target_is_logits,
-                draft_logits=draft_is_logits,
-            )
+        if flags is not None:
+            # The kernel checked what it read; duplicate ids span requests. One host sync.
+            duplicates = duplicate_ids(requests) if given[1] else flags.new_zeros(())
+            if bool(torch.cat([flags.bool(), duplicates.view(1)]).any()):
+                explain_refusal(
+                    target,
+                    draft,
+                    draft_tokens,
+                    lengths,
+                    requests,
+                    temperatures,
+                    accepted,
+                    flags,
+                    target_logits=target_is_logits,
+                    draft_logits=draft_is_logits,
+                )
         return ChainResult(tokens, accepted)
+    if validate:
+        check_chain_inputs(
+            target,
+            draft,
+            draft_tokens,
+            lengths,
+            requests,
+            temperatures,
+            target_logits=target_is_logits,
+            draft_logits=draft_is_logits,
+            given=given,
+        )
     from .torch_backend.chain_verify import chain_verify_torch
 
     # The content checks ride on values the torch pass computes: one host sync, at the end.
@@ -133,3 +147,31 @@ def chain_verify(
     if checks is not None:
         checks.raise_if_any()
     return ChainResult(tokens, accepted)
+
+
+def explain_refusal(
+    target: torch.Tensor,
+    draft: torch.Tensor | None,
+    draft_tokens: torch.Tensor,
+    lengths: torch.Tensor,
+    requests: torch.Tensor,
+    temperatures: torch.Tensor,
+    accepted: torch.Tensor,
+    flags: torch.Tensor,
+    *,
+    target_logits: bool,
+    draft_logits: bool,
+) -> None:
+    """The kernel flagged a contract violation: run the detailed checks, which raise with the
+    argument and the place; raise a general error if they find nothing."""
+    flags_kwargs = {"target_logits": target_logits, "draft_logits": draft_logits}
+    check_chain_inputs(target, draft, draft_tokens, lengths, requests, temperatures, **flags_kwargs)
+    check_rows_read(
+        target, draft, draft_tokens, lengths, temperatures, accepted, **flags_kwargs
+    )  # fmt: skip
+    flagged = flags.nonzero()[:, 0].tolist()[:8]
+    raise InvalidInputError(
+        f"chain verification refused the rows of request(s) {flagged}: an entry or row it read "
+        "breaks the input contract (NaN, inf, negative mass, a sum off 1, a drafted token of "
+        "draft probability 0)"
+    )

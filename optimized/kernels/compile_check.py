@@ -58,17 +58,29 @@ def chain_variants() -> Iterator[Variant]:
             "tokens_ptr": tokens,
             "out_ptr": "*i64",
             "accepted_ptr": "*i64",
+            "flags_ptr": "*i8",
+            "tolerance_p": "fp32",
+            "tolerance_q": "fp32",
             "target_stride_b": strides,
             "draft_stride_b": strides,
             **PER_REQUEST,
             **words,
         }
+        validate = index < 4
+        constants = {
+            "TARGET_LOGITS": target_logits,
+            "Q_MODE": q_mode,
+            "BLOCK": 8192,
+            "VALIDATE": validate,
+            "PROBABILITIES_ONLY": not target_logits and q_mode != 1,
+        }
         yield Variant(
             "chain_verify",
             types,
-            {"TARGET_LOGITS": target_logits, "Q_MODE": q_mode, "BLOCK": 4096},
+            constants,
             f"target {rows}{' logits' if target_logits else ''}, q mode {q_mode}, "
-            f"draft {draft_rows}, tokens {tokens}, strides {strides}",
+            f"draft {draft_rows}, tokens {tokens}, strides {strides}"
+            f"{', validated' if validate else ''}",
         )
 
 
@@ -128,7 +140,9 @@ def unit_variants() -> Iterator[Variant]:
     """The first variant of each kernel with every integer argument equal to 1."""
     for variants in (chain_variants(), tree_variants(), draft_variants(), uniform_variants()):
         first = next(iter(variants))
-        scalars = {name: kind for name, kind in first.types.items() if kind.startswith("*")}
+        scalars = {
+            name: kind for name, kind in first.types.items() if kind[0] == "*" or kind[0] == "f"
+        }
         yield Variant(first.kernel, scalars, first.constants, "every integer argument = 1", True)
 
 
@@ -157,7 +171,7 @@ def compile_variant(kernel: triton.JITFunction, variant: Variant, target: GPUTar
     source = triton.compiler.ASTSource(
         fn=kernel, signature=signature, constexprs=constants, attrs={}
     )
-    options = triton.compiler.make_backend(target).parse_options({"num_warps": 4})
+    options = triton.compiler.make_backend(target).parse_options({"num_warps": 16})
     return triton.compile(source, target=target, options=options.__dict__)
 
 

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .chain_verify import block_size
+from .chain_verify import launch_config
 from .philox import DRAFT, address_uniform
 from .rows import residual_search, residual_total, row_argmax, row_lse
 
@@ -40,7 +40,7 @@ def _draft_sample_kernel(
     greedy = temperature == 0.0
     temperature = tl.where(greedy, 1.0, temperature)  # greedy rows never scale logits
     if greedy:
-        token = row_argmax(row, V, BLOCK)
+        token, _row_bad = row_argmax(row, V, BLOCK)  # rows are checked before the launch
     else:
         row_max = tl.full((), 0.0, tl.float32)
         lse = tl.full((), 0.0, tl.float32)
@@ -48,7 +48,7 @@ def _draft_sample_kernel(
             row_max, lse = row_lse(row, V, temperature, BLOCK)
         u = address_uniform(seed, DRAFT, index, request, round, offset)
         no_q = tl.full((), 0, tl.int32)
-        total = residual_total(
+        total, _sum_p, _min_p, _sum_q, _min_q = residual_total(
             row, row, V, 0, IS_LOGITS, 0, no_q, temperature, row_max, lse, row_max, lse, BLOCK
         )
         token = residual_search(
@@ -99,6 +99,7 @@ def draft_sample_triton(
             offset,
             index,
             IS_LOGITS=is_logits,
-            BLOCK=block_size(vocab, scores.device),
+            BLOCK=launch_config(vocab, scores.device)[0],
+            num_warps=launch_config(vocab, scores.device)[1],
         )
     return out

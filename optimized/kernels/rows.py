@@ -66,19 +66,53 @@ def row_lse(row_ptr, V, temperature, BLOCK: tl.constexpr):
 
 @triton.jit
 def row_argmax(row_ptr, V, BLOCK: tl.constexpr):
-    """The index of the largest entry of a row; ties go to the lowest index."""
+    """(index, bad): the index of the largest entry of a row, ties to the lowest index; ``bad``
+    when the row holds a NaN or its maximum is infinite (no finite maximum to pick)."""
     best_value = tl.full((), float("-inf"), tl.float32)
     best_index = tl.full((), 0, tl.int64)
+    seen_nan = tl.full((), 0, tl.int32)
     for start in range(0, V, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         live = cols < V
         values = tl.load(row_ptr + cols, mask=live, other=float("-inf")).to(tl.float32)
+        seen_nan = tl.maximum(seen_nan, tl.max((values != values).to(tl.int32), axis=0))
         tile_best = tl.max(values, axis=0)
         tile_index = tl.min(tl.where(live & (values == tile_best), cols, V), axis=0)
         better = tile_best > best_value
         best_index = tl.where(better, tile_index.to(tl.int64), best_index)
         best_value = tl.where(better, tile_best, best_value)
-    return best_index
+    infinite = (best_value == float("inf")) | (best_value == float("-inf"))
+    return best_index, (seen_nan != 0) | infinite
+
+
+@triton.jit
+def residual_parts(
+    p_row,
+    q_row,
+    cols,
+    live,
+    token,
+    P_LOGITS: tl.constexpr,
+    Q_MODE: tl.constexpr,
+    use_q,
+    temperature,
+    max_p,
+    lse_p,
+    max_q,
+    lse_q,
+):
+    """(max(0, p - use_q * q), p, q) on a tile. Q_MODE: 0 dense probabilities, 1 dense logits,
+    2 one-hot at ``token`` (a deterministic draft). q is 0 where it is not read."""
+    p = load_probs(p_row, cols, live, P_LOGITS, temperature, max_p, lse_p)
+    q = tl.zeros_like(p)
+    mass = p
+    if use_q != 0:
+        if Q_MODE == 2:
+            mass = tl.maximum(p - tl.where(cols == token, 1.0, 0.0), 0.0)
+        else:
+            q = load_probs(q_row, cols, live, Q_MODE == 1, temperature, max_q, lse_q)
+            mass = tl.maximum(p - q, 0.0)
+    return mass, p, q
 
 
 @triton.jit
@@ -97,15 +131,11 @@ def residual_tile(
     max_q,
     lse_q,
 ):
-    """max(0, p - use_q * q) on a tile. Q_MODE: 0 dense probabilities, 1 dense logits,
-    2 one-hot at ``token`` (a deterministic draft)."""
-    mass = load_probs(p_row, cols, live, P_LOGITS, temperature, max_p, lse_p)
-    if use_q != 0:
-        if Q_MODE == 2:
-            mass = tl.maximum(mass - tl.where(cols == token, 1.0, 0.0), 0.0)
-        else:
-            q = load_probs(q_row, cols, live, Q_MODE == 1, temperature, max_q, lse_q)
-            mass = tl.maximum(mass - q, 0.0)
+    """max(0, p - use_q * q) on a tile (see :func:`residual_parts`)."""
+    mass, _, _ = residual_parts(
+        p_row, q_row, cols, live, token, P_LOGITS, Q_MODE, use_q, temperature,
+        max_p, lse_p, max_q, lse_q,
+    )  # fmt: skip
     return mass
 
 
@@ -125,28 +155,27 @@ def residual_total(
     lse_q,
     BLOCK: tl.constexpr,
 ):
-    """sum_v max(0, p_v - use_q * q_v), tile by tile (tile sums added in vocabulary order)."""
+    """(total, sum p, min p, sum q, min q): total = sum_v max(0, p_v - use_q * q_v), tile by tile
+    (tile sums added in vocabulary order). The sums and minima of the rows come from the same
+    pass, for the input checks of probability rows (q's are 0 where q is not read)."""
     total = tl.full((), 0.0, tl.float32)
+    sum_p = tl.full((), 0.0, tl.float32)
+    min_p = tl.full((), float("inf"), tl.float32)
+    sum_q = tl.full((), 0.0, tl.float32)
+    min_q = tl.full((), float("inf"), tl.float32)
     for start in range(0, V, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         live = cols < V
-        mass = residual_tile(
-            p_row,
-            q_row,
-            cols,
-            live,
-            token,
-            P_LOGITS,
-            Q_MODE,
-            use_q,
-            temperature,
-            max_p,
-            lse_p,
-            max_q,
-            lse_q,
-        )
+        mass, p, q = residual_parts(
+            p_row, q_row, cols, live, token, P_LOGITS, Q_MODE, use_q, temperature,
+            max_p, lse_p, max_q, lse_q,
+        )  # fmt: skip
         total += tl.sum(mass, axis=0)
-    return total
+        sum_p += tl.sum(p, axis=0)
+        min_p = tl.minimum(min_p, tl.min(tl.where(live, p, float("inf")), axis=0))
+        sum_q += tl.sum(q, axis=0)
+        min_q = tl.minimum(min_q, tl.min(tl.where(live, q, float("inf")), axis=0))
+    return total, sum_p, min_p, sum_q, min_q
 
 
 @triton.jit

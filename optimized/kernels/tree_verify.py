@@ -17,7 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .chain_verify import block_size
+from .chain_verify import launch_config
 from .philox import ACCEPT, BONUS, RESIDUAL, address_uniform
 from .rows import load_prob, load_probs, row_lse, threshold_below
 
@@ -166,6 +166,7 @@ def tree_verify_triton(
             round,
             offset,
             IS_LOGITS=is_logits,
-            BLOCK=block_size(vocab, device),
+            BLOCK=launch_config(vocab, device)[0],
+            num_warps=launch_config(vocab, device)[1],
         )
     return out, path, accepted

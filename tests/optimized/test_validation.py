@@ -280,7 +280,7 @@ def test_mixed_dtypes_are_read_as_float32(backend: str) -> None:
         ({"seed": 2**64}, r"seed must be an integer in \[0, 2\^64\)"),
         ({"offset": -1}, "offset"),
         ({"round": 0.5}, "round must be an integer"),
-        ({"request_ids": torch.tensor([2**32])}, "request_ids must lie"),
+        ({"request_ids": torch.tensor([2**32], device=DEVICE)}, "request_ids must lie"),
         ({"request_ids": torch.tensor([1, 2])}, r"request_ids must have shape \(1,\)"),
         ({"temperature": torch.ones(2)}, r"temperature must have shape \(1,\)"),
         ({"temperature": float("nan")}, "temperature must be finite"),
@@ -534,3 +534,30 @@ def test_decoder_refuses_a_nan_temperature_and_a_bool_gamma() -> None:
         BatchedDecoder(model, drafter, FixedGamma(), gamma=1, temperature=float("nan"))
     with pytest.raises(InvalidInputError, match="gamma"):
         BatchedDecoder(model, drafter, FixedGamma(), gamma=True)
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="host synchronisations exist on CUDA only")
+@pytest.mark.parametrize("logits", [False, True])
+def test_validated_default_call_synchronises_once(logits: bool) -> None:
+    """chain_verify with its defaults (Triton on CUDA, validate=True) makes exactly one host
+    synchronisation: the kernel checks what it reads and reports one flag per request."""
+    import warnings
+
+    generator = torch.Generator(device=DEVICE).manual_seed(3)
+    target = torch.randn(8, 5, 3000, device=DEVICE, generator=generator)
+    draft = target[:, :4] + 0.5 * torch.randn(8, 4, 3000, device=DEVICE, generator=generator)
+    tokens = torch.multinomial(torch.softmax(draft, -1).reshape(-1, 3000), 1).reshape(8, 4)
+    if not logits:
+        target, draft = torch.softmax(target, -1), torch.softmax(draft, -1)
+    flags = {"target_is_logits": logits, "draft_is_logits": logits}
+    chain_verify(target, draft, tokens, seed=1, **flags)  # compile outside the count
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            chain_verify(target, draft, tokens, seed=1, **flags)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    syncs = [w for w in seen if "synchroniz" in str(w.message)]
+    assert len(syncs) == 1, [str(w.message) for w in syncs]

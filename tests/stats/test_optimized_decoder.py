@@ -114,6 +114,7 @@ def tensor_models(
                 q = drafter.proposal((context,), drafted)
                 q_table[context, k, slot] = torch.tensor([float(m) for m in q])
                 c_table[context, k, slot] = float(drafter.confidence((context,), drafted))
+    p_table, q_table, c_table = (table.to(DEVICE) for table in (p_table, q_table, c_table))
 
     def last_token(tokens: torch.Tensor, ends: torch.Tensor) -> torch.Tensor:
         return tokens.gather(1, (ends - 1)[:, None])[:, 0]
