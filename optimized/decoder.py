@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -66,6 +66,18 @@ class BatchedDecoder:
     temperature: float = 1.0
     backend: Backend = "auto"
     validate: bool = True
+    _sps_copies: dict[torch.device, torch.Tensor] = field(
+        default_factory=dict, init=False, repr=False
+    )
+
+    def sps_on(self, device: torch.device) -> torch.Tensor | None:
+        """The SPS table on ``device`` (copied once per device: schedulers index it with
+        tensors on the decoding device)."""
+        if self.sps is None or self.sps.device == device:
+            return self.sps
+        if device not in self._sps_copies:
+            self._sps_copies[device] = self.sps.to(device)
+        return self._sps_copies[device]
 
     def __post_init__(self) -> None:
         if isinstance(self.gamma, bool) or not isinstance(self.gamma, int) or self.gamma < 0:
@@ -187,7 +199,7 @@ class BatchedDecoder:
             draft = torch.zeros(active, 0, vocab, dtype=vocab_rows.dtype, device=device)
             draft_tokens = torch.zeros(active, 0, dtype=torch.int64, device=device)
             confidence = torch.zeros(active, 0, dtype=torch.float64, device=device)
-        scheduled, state = self.scheduler(confidence, self.sps, state)
+        scheduled, state = self.scheduler(confidence, self.sps_on(device), state)
         result = chain_verify(
             vocab_rows,
             draft,

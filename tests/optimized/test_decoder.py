@@ -117,6 +117,29 @@ def test_decoder_emits_the_reference_tokens(
     assert [tuple(row) for row in got.tolist()] == list(want)
 
 
+@pytest.mark.parametrize("scheduler", ["algorithm1", "global-search"])
+def test_sps_table_on_the_cpu_while_decoding_on_another_device(scheduler: str) -> None:
+    """Regression (seen on an H200): an SPS table built on the CPU, as ``sps_table`` does by
+    default, was indexed with the decoding device's tensors inside Algorithm 1's walk. The
+    decoder now keeps one copy of the table per decoding device."""
+    rng = random.Random(5)
+    target = random_target(rng, 3, 1, denominator=DENOMINATOR)
+    drafter = random_drafter(rng, 3, 1, 2, denominator=DENOMINATOR)
+    sps = reference.table_sps({b: Fraction(1, b) + Fraction(1, 2) for b in range(1, 64)})
+    make_reference, make_batched = SCHEDULERS[scheduler]
+    exact = reference.SpeculativeDecoder(
+        target, drafter, reference.ChainRule(), make_reference(), 2, sps
+    )
+    prompts = [(0,), (2,)]
+    want = reference.sample(exact, prompts, 4, source=PhiloxSource(11, 0))
+    target_fn, drafter_fn = tensor_models(target, drafter, 2)
+    table = batched.sps_table(sps, 63, torch.device("cpu"))
+    fast = BatchedDecoder(target_fn, drafter_fn, make_batched(), 2, sps=table)
+    got = fast.generate(prompts, 4, seed=11, device=DEVICE)
+    assert [tuple(row) for row in got.tolist()] == list(want)
+    assert fast.sps is table  # the caller's table is left where it was
+
+
 @pytest.mark.parametrize("backend", backends())
 @examples(8)
 @given(seed=st.integers(0, 2**32 - 1), vocab=st.sampled_from([1, 3, 50]), index=st.integers(1, 5))

@@ -180,14 +180,14 @@ class PerGroup:
     ) -> tuple[torch.Tensor, SchedulerState]:
         group_of_row = self.active // self.size
         groups, counts = torch.unique_consecutive(group_of_row, return_counts=True)
-        lengths = torch.zeros(confidences.shape[0], dtype=torch.int64)
+        lengths = torch.zeros(confidences.shape[0], dtype=torch.int64, device=confidences.device)
         starts = torch.cumsum(counts, 0) - counts
         next_state = None if state is None else tuple(part.clone() for part in state)
         for active in range(1, self.size + 1):
             chosen = (counts == active).nonzero().squeeze(1)
             if chosen.numel() == 0:
                 continue
-            rows = starts[chosen][:, None] + torch.arange(active)[None, :]
+            rows = starts[chosen][:, None] + torch.arange(active, device=counts.device)[None, :]
             sub_state = None if state is None else tuple(part[groups[chosen]] for part in state)
             sub_lengths, sub_next = self._run(confidences[rows], sps, sub_state)
             lengths[rows] = sub_lengths
