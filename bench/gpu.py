@@ -261,6 +261,59 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+GPU_SECTION_INTRO = """\
+## Kernels on a GPU (Triton, compiled)
+
+Written by `python bench/gpu.py --render` from `benchmarks/gpu.json` (the current kernels) and
+`benchmarks/gpu_before.json` (the first compiled run, before the fixes and the tuning below);
+measured by `bench/gpu.sh` (`bench/gpu.py` part). Inputs and the byte model are those of the CPU
+benchmark above. Times are per call: a measurement is back-to-back calls between two device
+synchronisations, divided by their number (a serving loop that does not synchronise pays
+this); the validated default synchronises once per call itself, so it cannot overlap the
+launch of the next call with the kernel. Medians of interleaved measurements.
+"""
+
+
+def render_section(after: dict, before: dict) -> str:
+    """The GPU section of BENCHMARKS.md from two runs of this script."""
+    lines = [GPU_SECTION_INTRO, "### Current kernels", "", markdown(after), ""]
+    pairs = zip(before["results"], after["results"], strict=True)
+    lines += [
+        "### The default call before and after the in-kernel checks",
+        "",
+        f"Before: {before['date']} (kernels with tile 4096 and 4 warps, validation by separate "
+        "torch passes with several host synchronisations). After: "
+        f"{after['date']} (checks inside the kernel, one synchronisation; tile 8192 and 16 "
+        "warps). Same device kind, different machines of it.",
+        "",
+        "| input | drafts | B | k | V | default before ms | default after ms | kernel before ms "
+        "| kernel after ms | eager / default after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for old, new in pairs:
+        lines.append(
+            f"| {new['input']} | {new['drafts']} | {new['B']} | {new['k']} | {new['V']:,} "
+            f"| {old['default_s'] * 1e3:.3f} | {new['default_s'] * 1e3:.3f} "
+            f"| {old['kernel_s'] * 1e3:.3f} | {new['kernel_s'] * 1e3:.3f} "
+            f"| {new['eager_s'] / new['default_s']:.1f}x |"
+        )
+    lines += [
+        "",
+        "### Vocabulary tile and warps (kernel alone, B = 64, k = 8, V = 128,256)",
+        "",
+        f"From the first run ({before['date']}). Fraction = bytes needed / time / copy bandwidth.",
+        "",
+        "| input | tile | warps | kernel ms | fraction of copy bandwidth |",
+        "|---|---|---|---|---|",
+    ]
+    for row in before["tuning"]:
+        lines.append(
+            f"| {row['input']} | {row['BLOCK']} | {row['num_warps']} "
+            f"| {row['kernel_s'] * 1e3:.3f} | {100 * row['bandwidth_fraction']:.1f} % |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
@@ -269,7 +322,20 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "gpu.json")
     parser.add_argument("--markdown", type=Path, help="also write the table here")
     parser.add_argument("--no-tune", action="store_true", help="skip the tile/warps sweep")
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="write the GPU section of BENCHMARKS.md from benchmarks/gpu.json and "
+        "benchmarks/gpu_before.json, measuring nothing",
+    )
     args = parser.parse_args()
+    if args.render:
+        from specproof.sections import replace_section
+
+        after = json.loads((ROOT / "benchmarks" / "gpu.json").read_text())
+        before = json.loads((ROOT / "benchmarks" / "gpu_before.json").read_text())
+        replace_section(ROOT / "BENCHMARKS.md", "gpu", render_section(after, before))
+        return
     dev = torch.device(args.device)
     bandwidth = copy_bandwidth(dev)
     repeats = 3 if args.quick else args.repeats
