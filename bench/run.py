@@ -331,7 +331,7 @@ def run(quick: bool) -> dict:
             logits=case["logits"],
             threads=case["threads"],
             full=headline,
-            repeats=3 if big else (7 if headline else 5),
+            repeats=7 if headline else (3 if big else 5),
             dev=dev,
             bandwidth=bandwidth,
         )
