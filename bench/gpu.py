@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import random
 import statistics
@@ -42,7 +43,6 @@ from run import (  # noqa: E402
     per_request_loop,
     synchronize,
 )
-
 from specproof.optimized import chain_verify  # noqa: E402
 from specproof.optimized.compat import chain_speculative_sampling, rejection_sample  # noqa: E402
 
@@ -202,14 +202,11 @@ def tune(dev: torch.device, bandwidth: float, repeats: int) -> list[dict]:
         accepted = None
         for block in (2048, 4096, 8192):
             for warps in (4, 8, 16):
-
-                def call(block: int = block, warps: int = warps) -> tuple:
-                    return chain_verify_triton(
-                        target, draft, tokens, lengths, requests, temperature,
-                        target_logits=logits, draft_logits=logits, seed=1, round=0, offset=0,
-                        block=block, num_warps=warps,
-                    )  # fmt: skip
-
+                call = functools.partial(
+                    chain_verify_triton, target, draft, tokens, lengths, requests, temperature,
+                    target_logits=logits, draft_logits=logits, seed=1, round=0, offset=0,
+                    block=block, num_warps=warps,
+                )  # fmt: skip
                 accepted = call()[1]
                 seconds = statistics.median(per_call_seconds(call, dev, 20) for _ in range(repeats))
                 needed = bytes_needed(accepted, n, vocab, logits)
@@ -236,8 +233,8 @@ def markdown(report: dict) -> str:
         f"{report['device']}, torch {report['torch']}, triton {report['triton']}; copy bandwidth "
         f"{report['copy_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s (read + write of 256 MiB); "
         f"run {report['date']}. Milliseconds per call (median of {report['repeats']} "
-        "interleaved measurements); \"default\" is `chain_verify(...)` with its defaults "
-        "(`backend=\"auto\"`: Triton on CUDA; validate=True); \"kernel\" is the Triton launch "
+        'interleaved measurements); "default" is `chain_verify(...)` with its defaults '
+        '(`backend="auto"`: Triton on CUDA; validate=True); "kernel" is the Triton launch '
         "alone; bw = bytes needed / time / copy bandwidth.",
         "",
         "| input | drafts | B | k | V | mean accepted | default | Triton unvalidated | kernel "

@@ -459,7 +459,7 @@ def markdown(report: dict) -> str:
         "loop in the design of HF transformers' `_speculative_sampling`; `bound` is the bytes "
         "the result needs (see `bench/run.py`) at the measured copy bandwidth. The Triton kernels "
         "compiled on a GPU, with the fraction of its copy bandwidth, are in the section "
-        "\"Kernels on a GPU\" below (`bench/gpu.sh`).",
+        '"Kernels on a GPU" below (`bench/gpu.sh`).',
         "",
         "The full grid (V in {32,000, 128,256, 151,936} x B in {1, 8, 64, 256} x k in "
         "{1, 4, 8, 16}) with eager baselines does not fit this machine's time: the headline shape "

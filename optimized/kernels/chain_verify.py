@@ -29,7 +29,8 @@ def _entry_bad(value, tolerance, IS_LOGITS: tl.constexpr, sampled):
         bad = nan | (value == float("inf")) | (sampled & (value == float("-inf")))
     else:
         infinite = (value == float("inf")) | (value == float("-inf"))
-        bad = nan | infinite | (value < 0.0) | (value > 1.0 + tolerance) | (sampled & (value == 0.0))
+        outside = (value < 0.0) | (value > 1.0 + tolerance)
+        bad = nan | infinite | outside | (sampled & (value == 0.0))
     return bad
 
 
