@@ -164,10 +164,13 @@ def explain_refusal(
 ) -> None:
     """The kernel flagged a contract violation: run the detailed checks, which raise with the
     argument and the place; raise a general error if they find nothing."""
-    flags_kwargs = {"target_logits": target_logits, "draft_logits": draft_logits}
-    check_chain_inputs(target, draft, draft_tokens, lengths, requests, temperatures, **flags_kwargs)
+    check_chain_inputs(
+        target, draft, draft_tokens, lengths, requests, temperatures,
+        target_logits=target_logits, draft_logits=draft_logits,
+    )  # fmt: skip
     check_rows_read(
-        target, draft, draft_tokens, lengths, temperatures, accepted, **flags_kwargs
+        target, draft, draft_tokens, lengths, temperatures, accepted,
+        target_logits=target_logits, draft_logits=draft_logits,
     )  # fmt: skip
     flagged = flags.nonzero()[:, 0].tolist()[:8]
     raise InvalidInputError(

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import triton
@@ -30,7 +30,7 @@ class Variant:
 
     kernel: str
     types: dict[str, str]
-    constants: dict[str, object]
+    constants: Mapping[str, object]
     label: str = field(default="")
     unit_ints: bool = False
     """Every integer argument equal to 1: the launcher turns each into a compile-time constant
