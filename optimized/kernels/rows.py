@@ -116,30 +116,6 @@ def residual_parts(
 
 
 @triton.jit
-def residual_tile(
-    p_row,
-    q_row,
-    cols,
-    live,
-    token,
-    P_LOGITS: tl.constexpr,
-    Q_MODE: tl.constexpr,
-    use_q,
-    temperature,
-    max_p,
-    lse_p,
-    max_q,
-    lse_q,
-):
-    """max(0, p - use_q * q) on a tile (see :func:`residual_parts`)."""
-    mass, _, _ = residual_parts(
-        p_row, q_row, cols, live, token, P_LOGITS, Q_MODE, use_q, temperature,
-        max_p, lse_p, max_q, lse_q,
-    )  # fmt: skip
-    return mass
-
-
-@triton.jit
 def residual_total(
     p_row,
     q_row,
@@ -220,7 +196,7 @@ def residual_search(
     while (start < V) & (found < 0):
         cols = start + tl.arange(0, BLOCK)
         live = cols < V
-        mass = residual_tile(
+        mass, _p, _q = residual_parts(
             p_row,
             q_row,
             cols,
