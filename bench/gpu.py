@@ -271,6 +271,21 @@ launch of the next call with the kernel. Medians of interleaved measurements.
 """
 
 
+README_COLUMNS = (
+    "default", "triton_unvalidated", "kernel", "torch", "flashinfer", "vllm", "eager", "loop",
+)  # fmt: skip
+
+
+def readme_cells(row: dict) -> list[str]:
+    """The README's GPU table row for one result: milliseconds to 3 significant digits."""
+    names = {"probs": "probabilities", "logits": "logits"}
+    cells = [names[row["input"]]]
+    for name in README_COLUMNS:
+        key = f"{name}_s"
+        cells.append(f"{row[key] * 1e3:.3g}" if key in row else "-")
+    return [*cells, f"{row['bound_s'] * 1e3:.3g}"]
+
+
 def render_section(after: dict, before: dict) -> str:
     """The GPU section of BENCHMARKS.md from two runs of this script."""
     lines = [GPU_SECTION_INTRO, "### Current kernels", "", markdown(after), ""]

@@ -34,7 +34,7 @@ def test_readme_benchmark_table_is_the_committed_run() -> None:
     report = json.loads((ROOT / "benchmarks" / "results.json").read_text())
     assert not report["quick"]
     readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Benchmark (CPU)", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("### Benchmark (CPU)", 1)[1].split("\n## ", 1)[0].split("\n### ")[0]
     quoted = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -50,3 +50,26 @@ def test_readme_benchmark_table_is_the_committed_run() -> None:
         assert quoted[row["input"]] == expected_cells(row)
     assert f"{report['copy_bandwidth_bytes_per_s'] / 1e9:.2f} GB/s" in section
     assert report["date"] in section
+
+
+def test_readme_gpu_table_is_the_committed_gpu_run() -> None:
+    """The README's GPU table quotes benchmarks/gpu.json (bench/gpu.py's readme_cells format)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "bench" / "gpu.py")
+    assert spec is not None and spec.loader is not None
+    gpu_bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_bench)
+    report = json.loads((ROOT / "benchmarks" / "gpu.json").read_text())
+    assert not report["quick"]
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Benchmark (GPU)", 1)[1].split("\n## ", 1)[0]
+    quoted = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith(("| probabilities", "| logits"))
+    ]
+    head = [r for r in report["results"] if (r["B"], r["k"], r["V"]) == (64, 8, 128_256)]
+    head = [r for r in head if r["drafts"] == "realistic"]
+    assert quoted == [gpu_bench.readme_cells(r) for r in head]
+    assert f"{report['copy_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s" in section
