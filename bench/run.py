@@ -48,6 +48,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from entry_points import entry_points_markdown, measure_entry_points  # noqa: E402
 from specproof.optimized import chain_verify  # noqa: E402
 from specproof.optimized.compat import chain_speculative_sampling, rejection_sample  # noqa: E402
 
@@ -366,6 +367,7 @@ def run(quick: bool) -> dict:
         "headline": list(HEADLINE),
         "results": results,
         "fit": linear_fit(results),
+        "entry_points": measure_entry_points(dev, quick),
     }
 
 
@@ -554,6 +556,8 @@ def markdown(report: dict) -> str:
             f"{fit['points']} shapes (1 thread, realistic drafts)."
         )
     lines.append("")
+    if report.get("entry_points"):
+        lines += entry_points_markdown(report["entry_points"])
     return "\n".join(lines)
 
 
