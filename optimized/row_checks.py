@@ -2,7 +2,8 @@
 drafted token with draft probability 0, a logits row with no finite entry.
 
 They cost almost nothing because they look only at values the verification computes anyway,
-and they cost one host synchronisation per call (:meth:`RowChecks.raise_if_any`). The contract
+and they cost one host synchronisation per call (they are recorded in a
+:class:`~specproof.optimized.deferred_checks.DeferredChecks`). The contract
 (with ``validate=True``; argument checks live in :mod:`specproof.optimized.validation`):
 
 - Probabilities, rows read at one entry (every target and draft row of a verified position):
@@ -31,36 +32,8 @@ from collections.abc import Callable
 
 import torch
 
-from .validation import InvalidInputError, sum_tolerance
-
-Describe = Callable[[torch.Tensor], str]
-
-
-def first_index(bad: torch.Tensor) -> tuple[int, ...]:
-    """The first (row-major) index where ``bad`` holds; only on the error path."""
-    return tuple(int(i) for i in bad.nonzero()[0])
-
-
-class RowChecks:
-    """Violations found in values the verification computed; raised with one host sync."""
-
-    def __init__(self) -> None:
-        self.flags: list[tuple[torch.Tensor, Describe]] = []
-
-    def add(self, bad: torch.Tensor, describe: Describe) -> None:
-        """Record a boolean tensor of violations; ``describe(bad)`` words the first one."""
-        if bad.numel():
-            self.flags.append((bad, describe))
-
-    def raise_if_any(self) -> None:
-        if not self.flags:
-            return
-        every = torch.cat([bad.reshape(-1) for bad, _ in self.flags])
-        if not bool(every.any()):  # the one host synchronisation
-            return
-        for bad, describe in self.flags:  # error path: find the first violation
-            if bool(bad.any()):
-                raise InvalidInputError(describe(bad))
+from .deferred_checks import DeferredChecks, first_index
+from .validation import sum_tolerance
 
 
 def at(where: str, index: tuple[int, ...]) -> str:
@@ -68,7 +41,7 @@ def at(where: str, index: tuple[int, ...]) -> str:
 
 
 def check_gathered(
-    checks: RowChecks,
+    checks: DeferredChecks,
     name: str,
     values: torch.Tensor,
     where: torch.Tensor,
@@ -110,7 +83,7 @@ def draft_zero_message(index: tuple[int, ...]) -> str:
 
 
 def check_full_rows(
-    checks: RowChecks,
+    checks: DeferredChecks,
     name: str,
     sums: torch.Tensor,
     minima: torch.Tensor,
@@ -142,7 +115,10 @@ def check_full_rows(
 
 
 def check_softmax_values(
-    checks: RowChecks, name: str, probabilities: torch.Tensor, rows: Callable[[int], torch.Tensor]
+    checks: DeferredChecks,
+    name: str,
+    probabilities: torch.Tensor,
+    rows: Callable[[int], torch.Tensor],
 ) -> None:
     """Probabilities computed from reached logits rows: NaN means the row held a NaN, a +inf,
     or no finite entry. ``rows(i)`` returns the logits row of entry i (error path only)."""
@@ -160,7 +136,7 @@ def check_softmax_values(
     checks.add(torch.isnan(probabilities), describe)
 
 
-def check_maxima(checks: RowChecks, name: str, maxima: torch.Tensor, is_logits: bool) -> None:
+def check_maxima(checks: DeferredChecks, name: str, maxima: torch.Tensor, is_logits: bool) -> None:
     """Maxima of rows read by a max (greedy rows; every reached logits row in
     :func:`check_rows_read`): NaN and inf propagate into them."""
     checks.add(torch.isnan(maxima), lambda bad: f"{name} contains NaN")
@@ -188,7 +164,7 @@ def check_rows_read(
     the rows it read (a second pass; the torch backend checks inside its own pass)."""
     batch, positions, _ = target.shape
     n = positions - 1
-    checks = RowChecks()
+    checks = DeferredChecks()
     verified = torch.arange(n, device=target.device)[None, :] < lengths[:, None]
     reached = torch.arange(n, device=target.device)[None, :] <= accepted[:, None]
     reached &= verified

@@ -6,13 +6,9 @@ import torch
 
 from .arguments import as_integer, request_arguments
 from .backend import Backend, resolve_backend
-from .validation import (
-    InvalidInputError,
-    check_float,
-    check_request_ids,
-    check_rows,
-    check_temperature,
-)
+from .content_checks import defer_request_ids, defer_rows, defer_temperature
+from .deferred_checks import DeferredChecks
+from .validation import InvalidInputError, check_float
 
 
 def sample_draft_tokens(
@@ -49,9 +45,13 @@ def sample_draft_tokens(
     if validate:
         if scores.shape[1] < 1:
             raise InvalidInputError("the vocabulary must hold at least one token")
-        check_request_ids(requests)
-        check_temperature(temperatures, batch, not is_logits)
-        check_rows("scores", scores, is_logits)
+        checks = DeferredChecks()
+        if request_ids is not None:
+            defer_request_ids(checks, requests)
+        if temperature is not None:
+            defer_temperature(checks, temperatures, only=() if is_logits else (0.0, 1.0))
+        defer_rows(checks, "scores", scores, is_logits)
+        checks.raise_if_any()  # one host synchronisation
     if resolve_backend(backend, device) == "triton":
         from .kernels.draft_sample import draft_sample_triton as run
     else:

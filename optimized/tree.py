@@ -8,8 +8,10 @@ import torch
 
 from .arguments import request_arguments
 from .backend import Backend, resolve_backend
-from .tree_checks import check_tree
-from .validation import check_float, check_int, check_request_ids, check_rows, fail
+from .content_checks import defer_request_ids, defer_rows
+from .deferred_checks import DeferredChecks
+from .tree_checks import defer_tree
+from .validation import check_float, check_int, fail
 
 
 class TreeResult(NamedTuple):
@@ -80,13 +82,23 @@ def tree_verify(
             fail("a tree needs at least its root node")
         if vocab < 1:
             fail("the vocabulary must hold at least one token")
-        check_request_ids(requests)
-        if not torch.isfinite(temperatures).all() or (temperatures <= 0).any():
-            fail(f"tree verification needs temperatures > 0, got {temperatures.tolist()[:8]}")
-        if not target_is_logits and (temperatures != 1).any():
-            fail("with probability inputs the temperature can only be 1")
-        check_tree(candidates, first_child, next_sibling, vocab)
-        check_rows("target", target, target_is_logits)
+        checks = DeferredChecks()
+        if request_ids is not None:
+            defer_request_ids(checks, requests)
+        checks.add(
+            ~torch.isfinite(temperatures) | (temperatures <= 0),
+            lambda bad: (
+                f"tree verification needs temperatures > 0, got {temperatures.tolist()[:8]}"
+            ),
+        )
+        if not target_is_logits:
+            checks.add(
+                temperatures != 1,
+                lambda bad: "with probability inputs the temperature can only be 1",
+            )
+        defer_tree(checks, candidates, first_child, next_sibling, vocab)
+        defer_rows(checks, "target", target, target_is_logits)
+        checks.raise_if_any()  # one host synchronisation
     if resolve_backend(backend, device) == "triton":
         from .kernels.tree_verify import tree_verify_triton as run
     else:

@@ -11,63 +11,79 @@ from __future__ import annotations
 
 import torch
 
-from .validation import fail
+from .deferred_checks import DeferredChecks, Describe, first_index
 
 
-def check_tree(
-    candidates: torch.Tensor, first_child: torch.Tensor, next_sibling: torch.Tensor, vocab: int
+def defer_tree(
+    checks: DeferredChecks,
+    candidates: torch.Tensor,
+    first_child: torch.Tensor,
+    next_sibling: torch.Tensor,
+    vocab: int,
 ) -> None:
-    """Refuse, with the request and node named, any [B, N] layout that is not a tree."""
+    """Record, with the request and node named, every way a [B, N] layout is not a tree. The
+    later checks read links that failed the earlier ones as -1, so that all of them are
+    recorded together (one host synchronisation for the call) and none indexes out of range;
+    the first recorded violation is the one raised."""
     batch, nodes = candidates.shape
     if batch == 0:
         return
     device = candidates.device
     firsts, siblings, tokens = (t.to(torch.int64) for t in (first_child, next_sibling, candidates))
     index = torch.arange(nodes, device=device).expand(batch, nodes)
+    safe = []
     for name, links in (("first_child", firsts), ("next_sibling", siblings)):
-        bad = (links < -1) | (links == 0) | (links >= nodes)
-        if bad.any():
-            b, j = first_true(bad)
-            fail(
-                f"{name}[{b}, {j}] = {int(links[b, j])}: links must be node ids in "
-                f"1..{nodes - 1}, or -1"
-            )
+        outside = (links < -1) | (links == 0) | (links >= nodes)
         backward = (links >= 0) & (links <= index)
-        if backward.any():
-            b, j = first_true(backward)
-            fail(
-                f"{name}[{b}, {j}] = {int(links[b, j])}: links must point to later nodes "
-                "(nodes in topological order, no cycles)"
-            )
+        rule_range = f"links must be node ids in 1..{nodes - 1}, or -1"
+        rule_order = "links must point to later nodes (nodes in topological order, no cycles)"
+        checks.add(outside, link_message(name, links, rule_range))
+        checks.add(backward, link_message(name, links, rule_order))
+        safe.append(torch.where(outside | backward, -1, links))
     out_of_range = ((tokens < 0) | (tokens >= vocab))[:, 1:]
-    if out_of_range.any():
-        b, j = first_true(out_of_range)
-        fail(f"candidates[{b}, {j + 1}] = {int(tokens[b, j + 1])} is outside 0..{vocab - 1}")
-    check_reached_once(firsts, siblings)
-    check_distinct_siblings(firsts, siblings, tokens, vocab)
+
+    def token_message(bad: torch.Tensor) -> str:
+        b, j = first_index(bad)
+        return f"candidates[{b}, {j + 1}] = {int(tokens[b, j + 1])} is outside 0..{vocab - 1}"
+
+    checks.add(out_of_range, token_message)
+    safe_tokens = tokens.clamp(0, max(vocab - 1, 0))
+    defer_reached_once(checks, safe[0], safe[1])
+    defer_distinct_siblings(checks, safe[0], safe[1], safe_tokens, vocab)
 
 
-def first_true(mask: torch.Tensor) -> tuple[int, int]:
-    b, j = (int(i) for i in mask.nonzero()[0])
-    return b, j
+def link_message(name: str, links: torch.Tensor, rule: str) -> Describe:
+    def describe(bad: torch.Tensor) -> str:
+        b, j = first_index(bad)
+        return f"{name}[{b}, {j}] = {int(links[b, j])}: {rule}"
+
+    return describe
 
 
-def check_reached_once(firsts: torch.Tensor, siblings: torch.Tensor) -> None:
+def defer_reached_once(
+    checks: DeferredChecks, firsts: torch.Tensor, siblings: torch.Tensor
+) -> None:
     batch, nodes = firsts.shape
     incoming = torch.zeros(batch, nodes + 1, dtype=torch.int64, device=firsts.device)
     for links in (firsts, siblings):
         incoming.scatter_add_(1, torch.where(links >= 0, links, nodes), torch.ones_like(links))
-    shared = incoming[:, :nodes] > 1
-    if shared.any():
-        b, j = first_true(shared)
-        fail(
+
+    def message(bad: torch.Tensor) -> str:
+        b, j = first_index(bad)
+        return (
             f"node {j} of request {b} is the target of {int(incoming[b, j])} links (first_child "
             "and next_sibling together): the links must form a tree, each node reached once"
         )
 
+    checks.add(incoming[:, :nodes] > 1, message)
 
-def check_distinct_siblings(
-    firsts: torch.Tensor, siblings: torch.Tensor, tokens: torch.Tensor, vocab: int
+
+def defer_distinct_siblings(
+    checks: DeferredChecks,
+    firsts: torch.Tensor,
+    siblings: torch.Tensor,
+    tokens: torch.Tensor,
+    vocab: int,
 ) -> None:
     """Siblings share a list head (the first child); a (head, token) pair must be unique."""
     batch, nodes = firsts.shape
@@ -84,10 +100,13 @@ def check_distinct_siblings(
     keys = torch.where(listed, head * vocab + tokens, -1 - index)
     ordered, order = keys.sort(dim=1)
     repeated = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
-    if repeated.any():
-        b, j = first_true(repeated)
+
+    def message(bad: torch.Tensor) -> str:
+        b, j = first_index(bad)
         node = int(order[b, j + 1])
-        fail(
+        return (
             f"request {b}: node {node} repeats its sibling's token {int(tokens[b, node])}; "
             "the children of a node must carry distinct tokens"
         )
+
+    checks.add(repeated, message)

@@ -8,13 +8,10 @@ import torch
 
 from .arguments import request_arguments
 from .backend import Backend, resolve_backend
-from .row_checks import RowChecks, check_rows_read
-from .validation import (
-    InvalidInputError,
-    check_chain_inputs,
-    check_chain_shapes,
-    duplicate_ids,
-)
+from .content_checks import check_chain_inputs
+from .deferred_checks import DeferredChecks
+from .row_checks import check_rows_read
+from .validation import InvalidInputError, check_chain_shapes, duplicate_ids
 
 
 class ChainResult(NamedTuple):
@@ -129,7 +126,7 @@ def chain_verify(
     from .torch_backend.chain_verify import chain_verify_torch
 
     # The content checks ride on values the torch pass computes: one host sync, at the end.
-    checks = RowChecks() if validate else None
+    checks = DeferredChecks() if validate else None
     tokens, accepted = chain_verify_torch(
         target,
         draft,

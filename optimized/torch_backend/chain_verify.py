@@ -11,8 +11,9 @@ It reads only what the result needs:
   first rejection are never read.
 
 The inverse CDF is a binary search in the cumulative sums (no multinomial, no [R, V] index
-temporaries). With a :class:`~specproof.optimized.row_checks.RowChecks`, the content checks are
-made on the values computed here (see that module for the contract).
+temporaries). With a :class:`~specproof.optimized.deferred_checks.DeferredChecks`, the content
+checks are made on the values computed here (see :mod:`specproof.optimized.row_checks` for the
+contract).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from functools import partial
 import torch
 from specproof.reference.philox import UNIFORM_BITS
 
+from ..deferred_checks import DeferredChecks
 from ..philox import ACCEPT, BONUS, RESIDUAL, philox4x32
 from ..row_checks import (
-    RowChecks,
     check_full_rows,
     check_gathered,
     check_maxima,
@@ -43,7 +44,7 @@ class Rows:
         values: torch.Tensor,
         is_logits: bool,
         temperature: torch.Tensor | None,
-        checks: RowChecks | None,
+        checks: DeferredChecks | None,
     ) -> None:
         self.name, self.values, self.is_logits = name, values, is_logits
         self.temperature, self.checks = temperature, checks
@@ -181,7 +182,7 @@ def chain_verify_torch(
     seed: int,
     round: int,
     offset: int,
-    checks: RowChecks | None = None,
+    checks: DeferredChecks | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Same contract as :func:`~specproof.optimized.kernels.chain_verify.chain_verify_triton`;
     violations of the content contract are recorded in ``checks`` when given."""

@@ -561,3 +561,41 @@ def test_validated_default_call_synchronises_once(logits: bool) -> None:
         torch.cuda.set_sync_debug_mode("default")
     syncs = [w for w in seen if "synchroniz" in str(w.message)]
     assert len(syncs) == 1, [str(w.message) for w in syncs]
+
+
+def count_synchronisations(call: object) -> int:
+    """Host synchronisations made by ``call()`` on CUDA (torch's sync debug mode)."""
+    import warnings
+
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            call()  # type: ignore[operator]
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    return sum("synchroniz" in str(w.message) for w in seen)
+
+
+@pytest.mark.skipif(DEVICE != "cuda", reason="host synchronisations exist on CUDA only")
+def test_validated_tree_and_draft_sampling_synchronise_once() -> None:
+    """tree_verify and sample_draft_tokens with their defaults (validate=True) record every
+    check and read them back once."""
+    generator = torch.Generator(device=DEVICE).manual_seed(5)
+    logits = torch.randn(4, 3, 500, device=DEVICE, generator=generator)
+    candidates = torch.tensor([[0, 7, 9]] * 4, device=DEVICE)
+    first_child = torch.tensor([[1, -1, -1]] * 4, device=DEVICE)
+    next_sibling = torch.tensor([[-1, 2, -1]] * 4, device=DEVICE)
+
+    def tree() -> object:
+        return tree_verify(
+            logits, candidates, first_child, next_sibling, seed=1, target_is_logits=True
+        )
+
+    def draft() -> object:
+        return sample_draft_tokens(logits[:, 0], seed=1, index=1, is_logits=True)
+
+    for call in (tree, draft):
+        call()  # compile outside the count
+        assert count_synchronisations(call) == 1, call.__name__

@@ -1,0 +1,136 @@
+"""Checks of tensor contents (ids, temperatures, lengths, tokens, rows), recorded in a
+:class:`~specproof.optimized.deferred_checks.DeferredChecks` so that a call reads them back in
+one host synchronisation. The messages name the argument, what was expected and what came.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .deferred_checks import DeferredChecks, first_index
+from .validation import WORD_LIMIT, check_chain_shapes, duplicate_ids, sum_tolerance
+
+
+def defer_request_ids(checks: DeferredChecks, requests: torch.Tensor) -> None:
+    """Request ids are Philox counter words, one random stream each: in [0, 2^32), distinct."""
+    if requests.numel() == 0:
+        return
+    checks.add(
+        (requests < 0) | (requests >= WORD_LIMIT),
+        lambda bad: (
+            "request_ids must lie in [0, 2^32) (they are Philox counter words), "
+            f"got {requests.tolist()[:8]}"
+        ),
+    )
+    checks.add(
+        duplicate_ids(requests).view(1),
+        lambda bad: (
+            "request_ids must be distinct: two requests with one id would share one "
+            f"random stream (got {requests.tolist()[:8]})"
+        ),
+    )
+
+
+def defer_temperature(
+    checks: DeferredChecks, temperature: torch.Tensor, *, only: tuple[float, ...] = ()
+) -> None:
+    """Temperatures finite and >= 0 (0 selects greedy); with ``only``, one of those values."""
+    checks.add(
+        ~torch.isfinite(temperature) | (temperature < 0),
+        lambda bad: (
+            "temperature must be finite and >= 0 (0 selects greedy verification), "
+            f"got {temperature.tolist()[:8]}"
+        ),
+    )
+    if only:
+        allowed = torch.zeros_like(temperature, dtype=torch.bool)
+        for value in only:
+            allowed |= temperature == value
+        words = " or ".join(f"{v:g}" for v in only)
+        checks.add(
+            ~allowed,
+            lambda bad: (
+                f"with probability inputs the temperature can only be {words}; pass "
+                "logits to apply another temperature"
+            ),
+        )
+
+
+def defer_rows(checks: DeferredChecks, name: str, rows: torch.Tensor, is_logits: bool) -> None:
+    """Every [..., V] row: one reduction per row carries every check (NaN and inf propagate
+    into it): the maximum of a logits row (NaN, +inf, or -inf for a row with no finite entry),
+    the float32 sum and the minimum of a probability row."""
+    flat = rows.reshape(-1, rows.shape[-1])
+    if flat.numel() == 0:
+        return
+    tolerance = sum_tolerance(rows.dtype)
+    if is_logits:
+        maxima = flat.amax(dim=-1)
+        bad = torch.isnan(maxima) | torch.isinf(maxima)
+    else:
+        sums = flat.sum(dim=-1, dtype=torch.float32)
+        bad = ~torch.isfinite(sums) | (flat.amin(dim=-1) < 0) | ((sums - 1).abs() > tolerance)
+
+    def describe(bad: torch.Tensor) -> str:
+        row = flat[first_index(bad)[0]].to(torch.float32)
+        if torch.isnan(row).any():
+            return f"{name} contains NaN"
+        if is_logits:
+            if torch.isposinf(row).any():
+                return f"{name} (logits) contains +inf"
+            return f"{name} (logits) has a row with no finite entry"
+        if torch.isinf(row).any():
+            return f"{name} contains inf"
+        if (row < 0).any():
+            return f"{name} has negative probabilities"
+        return (
+            f"{name} has a row summing to {float(row.sum()):.6g}, more than {tolerance:g} from 1 "
+            "(pass logits, or normalise the rows)"
+        )
+
+    checks.add(bad, describe)
+
+
+def check_chain_inputs(
+    target: torch.Tensor,
+    draft: torch.Tensor | None,
+    draft_tokens: torch.Tensor,
+    lengths: torch.Tensor,
+    requests: torch.Tensor,
+    temperature: torch.Tensor,
+    *,
+    target_logits: bool,
+    draft_logits: bool,
+    given: tuple[bool, bool, bool] = (True, True, True),
+) -> None:
+    """Every documented precondition of chain verification but the row contents, with one
+    host synchronisation. ``given`` says which of (num_draft_tokens, request_ids, temperature)
+    the caller passed: the contents of values the entry point made itself are not re-checked.
+    Row contents are checked by :mod:`specproof.optimized.row_checks` on the values
+    verification computes."""
+    check_chain_shapes(target, draft, draft_tokens, lengths, requests, temperature)
+    positions, vocab = target.shape[1], target.shape[2]
+    n = positions - 1
+    lengths_given, requests_given, temperature_given = given
+    checks = DeferredChecks()
+    if lengths_given:
+        checks.add(
+            (lengths < 0) | (lengths > n),
+            lambda bad: f"num_draft_tokens must lie in 0..{n}, got {lengths.tolist()[:8]}",
+        )
+    if requests_given:
+        defer_request_ids(checks, requests)
+    if temperature_given:
+        probabilities_only = not (target_logits or draft_logits)
+        defer_temperature(checks, temperature, only=(0.0, 1.0) if probabilities_only else ())
+    verified = torch.arange(n, device=target.device)[None, :] < lengths[:, None]  # [B, n]
+
+    def token_message(bad: torch.Tensor) -> str:
+        b, k = first_index(bad)
+        return (
+            f"draft token {int(draft_tokens[b, k])} at request {b}, position {k} "
+            f"is outside 0..{vocab - 1}"
+        )
+
+    checks.add(verified & ((draft_tokens < 0) | (draft_tokens >= vocab)), token_message)
+    checks.raise_if_any()
