@@ -8,23 +8,17 @@ the deepest tree of N nodes, so verification reads the most rows it can.
 
 from __future__ import annotations
 
-import random
 import statistics
-import time
 from collections.abc import Callable
 
 import torch
 from specproof.optimized import sample_draft_tokens, tree_verify
+from timing import interleaved_times
 
 TREE_SHAPE = (64, 16, 128_256)
 DRAFT_SHAPE = (64, 128_256)
 QUICK_TREE_SHAPE = (4, 4, 1000)
 QUICK_DRAFT_SHAPE = (4, 1000)
-
-
-def synchronize(dev: torch.device) -> None:
-    if dev.type == "cuda":
-        torch.cuda.synchronize()
 
 
 def path_tree(batch: int, nodes: int, vocab: int, dev: torch.device) -> tuple[torch.Tensor, ...]:
@@ -38,21 +32,8 @@ def path_tree(batch: int, nodes: int, vocab: int, dev: torch.device) -> tuple[to
 
 
 def interleaved(calls: dict[str, Callable[[], object]], dev: torch.device, repeats: int) -> dict:
-    """Median seconds per call of each, timed in a fresh random order per repeat."""
-    for call in calls.values():
-        call()
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    order = list(calls)
-    shuffler = random.Random(len(order))
-    for _ in range(repeats):
-        shuffler.shuffle(order)
-        for name in order:
-            calls[name]()  # untimed: the timed call is a steady-state call
-            synchronize(dev)
-            start = time.perf_counter()
-            calls[name]()
-            synchronize(dev)
-            times[name].append(time.perf_counter() - start)
+    """Median seconds per call of each (see :func:`timing.interleaved_times`)."""
+    times = interleaved_times(calls, dev, repeats, seed=len(calls))
     return {name: statistics.median(values) for name, values in times.items()}
 
 

@@ -34,7 +34,6 @@ import datetime
 import json
 import os
 import platform
-import random
 import statistics
 import sys
 import tempfile
@@ -51,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from entry_points import entry_points_markdown, measure_entry_points  # noqa: E402
 from specproof.optimized import chain_verify  # noqa: E402
 from specproof.optimized.compat import chain_speculative_sampling, rejection_sample  # noqa: E402
+from timing import interleaved_times, synchronize  # noqa: E402
 
 from specproof.sections import replace_section  # noqa: E402
 
@@ -61,22 +61,12 @@ TARGET_SCALE = 2.0
 REALISTIC_NOISE = 0.6
 """Realistic drafts: draft logits = target logits + N(0, 0.6^2) noise (mean accepted length is
 measured and reported)."""
-STEADY_STATE_LIMIT_S = 1.0
-"""Each timed call of an implementation faster than this follows an untimed call of the same
-implementation: the first call after another one's gigabyte of temporaries (eager) pays about
-15 ms of cold memory here, whichever implementation it is, which would otherwise land on
-whichever the random order put there."""
 UNRELATED_SCALE = 4.0
 """Near-zero acceptance: draft logits drawn independently, N(0, 4^2)."""
 
 
 def device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
-def synchronize(dev: torch.device) -> None:
-    if dev.type == "cuda":
-        torch.cuda.synchronize()
 
 
 def copy_bandwidth(dev: torch.device) -> float:
@@ -234,24 +224,7 @@ def measure_case(
     torch.set_num_threads(threads)
     target, draft, tokens = make_inputs(batch, n, vocab, realistic, logits, dev, seed=batch + n)
     impls = implementations(target, draft, tokens, logits, full)
-    warm_up: dict[str, float] = {}
-    for name, fn in impls.items():  # warm-up: workspaces, allocator, lazy imports
-        start = time.perf_counter()
-        fn()
-        warm_up[name] = time.perf_counter() - start
-    times: dict[str, list[float]] = {name: [] for name in impls}
-    order = list(impls)
-    shuffler = random.Random(batch * 1000 + n)
-    for _ in range(repeats):
-        shuffler.shuffle(order)
-        for name in order:
-            if (times[name] or [warm_up[name]])[-1] < STEADY_STATE_LIMIT_S:
-                impls[name]()  # untimed: the timed call is a steady-state call
-            synchronize(dev)
-            start = time.perf_counter()
-            impls[name]()
-            synchronize(dev)
-            times[name].append(time.perf_counter() - start)
+    times = interleaved_times(impls, dev, repeats, seed=batch * 1000 + n)
     accepted = chain_verify(
         target,
         draft,
