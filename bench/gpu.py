@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from entry_points import entry_points_markdown, measure_entry_points  # noqa: E402
 from run import (  # noqa: E402
     bytes_needed,
     copy_bandwidth,
@@ -359,6 +360,7 @@ def main() -> None:
             brief = {k: v for k, v in rows[-1].items() if k != "calls_per_measurement"}
             print(json.dumps(brief), f"({time.perf_counter() - start:.1f} s)", flush=True)
     tuning = [] if args.quick or args.no_tune else tune(dev, bandwidth, repeats)
+    entry_points = measure_entry_points(dev, args.quick, repeats)
     import triton
 
     report = {
@@ -371,10 +373,11 @@ def main() -> None:
         "repeats": repeats,
         "results": rows,
         "tuning": tuning,
+        "entry_points": entry_points,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
-    table = markdown(report)
+    table = markdown(report) + "\n" + "\n".join(entry_points_markdown(entry_points))
     if args.markdown:
         args.markdown.write_text(table)
     print(table)
