@@ -220,11 +220,12 @@ def measure_case(
     repeats: int,
     dev: torch.device,
     bandwidth: float,
+    steady: bool = True,
 ) -> dict:
     torch.set_num_threads(threads)
     target, draft, tokens = make_inputs(batch, n, vocab, realistic, logits, dev, seed=batch + n)
     impls = implementations(target, draft, tokens, logits, full)
-    times = interleaved_times(impls, dev, repeats, seed=batch * 1000 + n)
+    times = interleaved_times(impls, dev, repeats, seed=batch * 1000 + n, steady=steady)
     accepted = chain_verify(
         target,
         draft,
@@ -298,7 +299,7 @@ def plan(quick: bool) -> list[dict]:
     return cases
 
 
-def run(quick: bool) -> dict:
+def run(quick: bool, steady: bool = True) -> dict:
     dev = device()
     torch.set_num_threads(1)
     bandwidth = copy_bandwidth(dev)
@@ -319,6 +320,7 @@ def run(quick: bool) -> dict:
             repeats=7 if headline else (3 if big else 5),
             dev=dev,
             bandwidth=bandwidth,
+            steady=steady,
         )
         row["sweep"] = case.get("sweep", "headline")
         results.append(row)
@@ -331,6 +333,7 @@ def run(quick: bool) -> dict:
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "quick": quick,
+        "steady_state": steady,
         "device": dev.type,
         "device_name": name,
         "cpu_count": os.cpu_count(),
@@ -434,10 +437,14 @@ def markdown(report: dict) -> str:
         + f". Measured copy bandwidth {bw:.2f} GB/s (256 MiB, read + write).",
         "The machine was shared with other jobs while this ran: every repeat calls all "
         "implementations once in a fresh random order, and the ratios below are medians of "
-        "per-repeat ratios, so that slow phases hit all of them alike. Each timed call of an "
-        "implementation faster than 1 s follows an untimed call of the same one (a "
-        "steady-state call): the first call after eager's gigabyte of temporaries pays about "
-        "15 ms of cold memory here, whatever it is.",
+        "per-repeat ratios, so that slow phases hit all of them alike. "
+        + (
+            "Each timed call of an implementation faster than 1 s follows an untimed call of "
+            "the same one (a steady-state call): the first call after eager's gigabyte of "
+            "temporaries runs on cold memory, whatever it is (`--cold` times without them)."
+            if report.get("steady_state", True)
+            else "`--cold`: no untimed call before the timed ones."
+        ),
         "",
         "Inputs: target logits N(0, 2^2); realistic drafts add N(0, 0.6^2) noise to them, "
         "near-zero-acceptance drafts are drawn independently (N(0, 4^2)); drafted tokens are "
@@ -575,7 +582,13 @@ def main() -> None:
         type=Path,
         default=None,
         help="folder for results.json and the plot (default benchmarks/, or a temporary "
-        "folder with --quick)",
+        "folder with --quick or --cold)",
+    )
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="no untimed call before each timed one (to see what the first call after another "
+        "implementation costs); prints the tables instead of writing BENCHMARKS.md",
     )
     parser.add_argument(
         "--render",
@@ -589,14 +602,15 @@ def main() -> None:
         plot(report, args.render.parent / "time_vs_batch.png")
         replace_section(ROOT / "BENCHMARKS.md", "kernels", markdown(report))
         return
+    scratch = args.quick or args.cold
     out = args.out or (
-        Path(tempfile.gettempdir()) / "specproof-bench" if args.quick else ROOT / "benchmarks"
+        Path(tempfile.gettempdir()) / "specproof-bench" if scratch else ROOT / "benchmarks"
     )
-    report = run(args.quick)
+    report = run(args.quick, steady=not args.cold)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
     plot(report, out / "time_vs_batch.png")
-    if not args.quick:
+    if not scratch:
         replace_section(ROOT / "BENCHMARKS.md", "kernels", markdown(report))
     else:
         print(markdown(report))

@@ -80,7 +80,8 @@ def _chain_verify_kernel(
     PROBABILITIES_ONLY: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
-    length = tl.load(lengths_ptr + b).to(tl.int32)
+    wide_length = tl.load(lengths_ptr + b).to(tl.int64)
+    length = wide_length.to(tl.int32)
     request = tl.load(requests_ptr + b).to(tl.int64)
     temperature = tl.load(temperature_ptr + b).to(tl.float32)
     target_row0 = target_ptr + b * target_stride_b
@@ -88,7 +89,6 @@ def _chain_verify_kernel(
     bad = tl.full((), 0, tl.int1)
     if VALIDATE:
         # Arguments first; a request that breaks them reads nothing at its drafted tokens.
-        wide_length = tl.load(lengths_ptr + b).to(tl.int64)
         bad = (wide_length < 0) | (wide_length > n_max) | (request < 0) | (request >= 1 << 32)
         bad = bad | (temperature != temperature) | (temperature < 0.0)
         bad = bad | (temperature == float("inf"))

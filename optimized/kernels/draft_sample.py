@@ -87,6 +87,7 @@ def draft_sample_triton(
     out = torch.empty(batch, dtype=torch.int64, device=scores.device)
     if batch:
         scores = scores if scores.stride(-1) == 1 else scores.contiguous()
+        tile, warps = launch_config(vocab, scores.device)
         _draft_sample_kernel[(batch,)](
             scores,
             requests,
@@ -99,7 +100,7 @@ def draft_sample_triton(
             offset,
             index,
             IS_LOGITS=is_logits,
-            BLOCK=launch_config(vocab, scores.device)[0],
-            num_warps=launch_config(vocab, scores.device)[1],
+            BLOCK=tile,
+            num_warps=warps,
         )
     return out

@@ -147,6 +147,7 @@ def tree_verify_triton(
         candidates, first_child, next_sibling = (
             t.to(torch.int64).contiguous() for t in (candidates, first_child, next_sibling)
         )
+        tile, warps = launch_config(vocab, device)
         _tree_verify_kernel[(batch,)](
             target,
             candidates,
@@ -166,7 +167,7 @@ def tree_verify_triton(
             round,
             offset,
             IS_LOGITS=is_logits,
-            BLOCK=launch_config(vocab, device)[0],
-            num_warps=launch_config(vocab, device)[1],
+            BLOCK=tile,
+            num_warps=warps,
         )
     return out, path, accepted

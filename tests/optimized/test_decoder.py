@@ -138,6 +138,11 @@ def test_sps_table_on_the_cpu_while_decoding_on_another_device(scheduler: str) -
     got = fast.generate(prompts, 4, seed=11, device=DEVICE)
     assert [tuple(row) for row in got.tolist()] == list(want)
     assert fast.sps is table  # the caller's table is left where it was
+    # The copy itself, observable without a GPU: one per device, made once.
+    elsewhere = fast.sps_on(torch.device("meta"))
+    assert elsewhere is not None and elsewhere.device.type == "meta"
+    assert fast.sps_on(torch.device("meta")) is elsewhere
+    assert fast.sps_on(torch.device("cpu")) is table
 
 
 @pytest.mark.parametrize("backend", backends())
