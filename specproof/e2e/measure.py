@@ -108,10 +108,8 @@ class SpsProfile:
     median round time. Per B the table keeps the median and quartiles over sweeps (of the round
     time, given as rates).
 
-    Algorithm 1 uses ``step_fit``: the least-squares non-decreasing fit (pool adjacent
-    violators) of the median round *time* in B, inverted. A round cannot get cheaper with more
-    tokens, and the fit averages neighbouring medians where noise breaks that, where a running
-    minimum would lock onto the slowest early outlier.
+    Algorithm 1 uses ``step_fit``: the least-squares line of the median round *time* in B,
+    inverted (:func:`fit_steps_per_second`).
     """
 
     requests: int
@@ -160,20 +158,22 @@ class SpreadSchedule:
         return spread_lengths(self.total, len(confidences), len(confidences[0]))
 
 
-def isotonic_increasing(values: Sequence[float]) -> list[float]:
-    """Least-squares non-decreasing fit of ``values`` (equal weights), pool adjacent violators."""
-    blocks: list[list[float]] = []  # [mean, weight]
-    for v in values:
-        blocks.append([float(v), 1.0])
-        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
-            mean, weight = blocks.pop()
-            prev = blocks[-1]
-            prev[0] = (prev[0] * prev[1] + mean * weight) / (prev[1] + weight)
-            prev[1] += weight
-    fitted: list[float] = []
-    for mean, weight in blocks:
-        fitted.extend([mean] * int(weight))
-    return fitted
+def fit_steps_per_second(sizes: Sequence[int], times: Sequence[float]) -> list[float]:
+    """Steps per second from the least-squares line of round time in B, time = a + b * B.
+
+    A round is fixed work (layers, kernel launches, the drafter) plus work per verified token,
+    so a line is the cost model; fitting it keeps one noisy size from putting a cliff into the
+    curve that Algorithm 1's greedy walk would stop at. A falling line is clamped flat (slope
+    0, the mean time), since more tokens never make a round cheaper.
+    """
+    if len(sizes) != len(times) or len(sizes) < 2:
+        raise ValueError("the fit needs round times at two or more batch sizes")
+    x = np.asarray(sizes, dtype=np.float64)
+    y = np.asarray(times, dtype=np.float64)
+    slope = float(np.sum((x - x.mean()) * (y - y.mean())) / np.sum((x - x.mean()) ** 2))
+    slope = max(slope, 0.0)
+    intercept = float(y.mean()) - slope * float(x.mean())
+    return [1.0 / (intercept + slope * float(b)) for b in x]
 
 
 def profile_sps(
@@ -243,7 +243,7 @@ def profile_sps(
         medians.append(1.0 / float(mid))
         q25.append(1.0 / float(slow))
         q75.append(1.0 / float(fast))
-    fit = [1.0 / t for t in isotonic_increasing(step_times)]
+    fit = fit_steps_per_second(sizes, step_times)
     return SpsProfile(
         requests=requests,
         prompt_length=max(len(p) for chunk in chunks for p in chunk),

@@ -127,9 +127,10 @@ def markdown(results: dict[str, Any]) -> str:
         "B allows, counting rounds with every request active. "
         f"{profile['sweeps']} sweeps over all B in a fresh random order each (a visit's value "
         f"is its median round), {profile['seconds']:.0f} s in all; median and quartiles over "
-        "sweeps. Algorithm 1 uses the fit: the least-squares non-decreasing fit of the median "
-        "round time in B (pool adjacent violators), inverted, since a round cannot get cheaper "
-        "with more tokens.",
+        "sweeps. Algorithm 1 uses the fit: the least-squares line of the median round time in B "
+        "(fixed work per round plus work per token; a falling line would be clamped flat), "
+        "inverted. One noisy size then cannot put a cliff into the curve for Algorithm 1's "
+        "greedy walk to stop at, as a monotone step fit did at B = 9 in an earlier run.",
         "",
     ]
     rows = [

@@ -7,6 +7,7 @@ from typing import Any
 
 from .decode import PHASES
 from .mdtable import fmt, table
+from .report_agreement import agreement_section
 
 PAPER_TAU = {"code": 5.12, "math": 5.57, "chat": 3.49}
 """The paper's Table 1 (Qwen3-4B, block of 7, temperature 1, scheduler disabled)."""
@@ -295,7 +296,14 @@ def scheduler_section(results: dict[str, Any]) -> list[str]:
 
 def speed_sections(results: dict[str, Any]) -> list[str]:
     lines: list[str] = []
-    for section in (latency_section, breakdown_section, table1_section, scheduler_section):
+    sections = (
+        latency_section,
+        breakdown_section,
+        agreement_section,
+        table1_section,
+        scheduler_section,
+    )
+    for section in sections:
         part = section(results)
         if part:
             lines += [*part, ""]

@@ -27,6 +27,7 @@ import torch
 from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThreshold
 from specproof.stats import required_samples
 
+from .agreement import agreement_table
 from .calibration import cumulative_ece, fit_sts, reliability_bins
 from .compare import Decoder, interleaved, speed_entry
 from .data import Corpus, WindowSampler, load_corpora, prompts_from
@@ -114,6 +115,8 @@ class Plan:
     sweep_chunks: int = 2
     """Calibration chunks per domain for the fixed-gamma sweep."""
     lossless_batch: int = 700
+    agreement_windows: int = 16
+    """Held-out windows per domain for the teacher-forced agreement table."""
 
 
 FULL = Plan(
@@ -714,6 +717,29 @@ def run(
                 f"{key}: DSpark tau {row['dspark']['tau']:.3f}, EAGLE tau {row['eagle']['tau']:.3f}"
             )
 
+    # Teacher-forced agreement with the target on real text and on its own greedy text (what
+    # temperature-0 decoding feeds the drafters).
+    agreement = {
+        domain: agreement_table(
+            target,
+            dspark,
+            eagle,
+            WindowSampler({domain: c.stream("evaluation")}, {domain: 1.0}, seed + 5).batch(
+                plan.agreement_windows, plan.window
+            ),
+            plan.prompt_length,
+        )
+        for domain, c in corpora.items()
+    }
+    print(
+        "greedy-text argmax agreement, first draft: "
+        + ", ".join(
+            f"{d} DSpark {a['greedy']['dspark']['argmax_agreement'][0]:.2f} "
+            f"EAGLE {a['greedy']['eagle']['argmax_agreement'][0]:.2f}"
+            for d, a in agreement.items()
+        )
+    )
+
     profile_chunks = {
         batch: [c for k in corpora for c in batched(prompts["calibration"][k], batch)]
         for batch in sorted({1, plan.requests, *plan.scheduler_batches})
@@ -819,6 +845,7 @@ def run(
         "sts_fits": sts_fits,
         "evaluation": evaluation,
         "calibration": calibration_table,
+        "agreement": agreement,
         "sps_profile": {
             **asdict(profiles[plan.requests]),
             "step_iqr": profiles[plan.requests].step_iqr,

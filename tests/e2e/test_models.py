@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 import torch
 from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThreshold
@@ -105,17 +103,6 @@ def test_round_logs_are_consistent(models: ToyModels) -> None:
     round_seconds = [log.seconds for log in result.rounds]
     assert all(t > 0 for t in round_seconds)
     assert sum(round_seconds) <= result.seconds
-
-
-def test_isotonic_fit_is_monotone_and_least_squares() -> None:
-    from specproof.e2e.measure import isotonic_increasing
-
-    assert isotonic_increasing([1.0, 2.0, 3.0]) == [1.0, 2.0, 3.0]
-    assert isotonic_increasing([1.0, 3.0, 2.0, 4.0]) == [1.0, 2.5, 2.5, 4.0]
-    assert isotonic_increasing([3.0, 2.0, 1.0]) == [2.0, 2.0, 2.0]
-    fitted = isotonic_increasing([5.0, 1.0, 4.0, 2.0, 6.0, 3.0])
-    assert all(a <= b for a, b in itertools.pairwise(fitted))
-    assert abs(sum(fitted) - 21.0) < 1e-12  # the fit keeps the mean
 
 
 def test_identical_prompts_share_one_prefill_and_decode_like_the_target(

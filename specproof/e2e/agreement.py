@@ -1,0 +1,91 @@
+"""How well each drafter predicts the target, teacher-forced, on two kinds of text: held-out
+real text, and the target's own greedy continuation of the same starts (the text that
+temperature-0 decoding produces). Per drafted position: how often the drafter's argmax is
+the target's (what temperature-0 acceptance needs) and the overlap sum_v min(p, q) (the
+temperature-1 acceptance probability of that position).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .drafters import DSparkDrafter, EagleDrafter
+from .target import Target
+
+
+@torch.no_grad()
+def greedy_continuation(target: Target, starts: torch.Tensor, width: int) -> torch.Tensor:
+    """[R, width]: ``starts`` [R, P] continued by the target's argmax (whole-window passes)."""
+    tokens = starts
+    while tokens.shape[1] < width:
+        logits = target(tokens).logits[:, -1]
+        tokens = torch.cat((tokens, logits.argmax(-1, keepdim=True)), dim=1)
+    return tokens
+
+
+def _scores(draft: torch.Tensor, law: torch.Tensor) -> tuple[list[float], list[float]]:
+    """Per position (last-but-one axis) argmax agreement and overlap of [.., K, V] laws."""
+    dims = tuple(range(draft.dim() - 2))
+    agree = (draft.argmax(-1) == law.argmax(-1)).float().mean(dims)
+    overlap = torch.minimum(draft, law).sum(-1).mean(dims)
+    return agree.tolist(), overlap.tolist()
+
+
+@torch.no_grad()
+def dspark_scores(
+    drafter: DSparkDrafter, tokens: torch.Tensor, first: int, stride: int = 4
+) -> tuple[list[float], list[float]]:
+    """Block slots k = 1..gamma from anchors every ``stride`` positions from ``first`` on
+    (x_{k-1} the text's own token)."""
+    target = drafter.frozen_target
+    gamma = drafter.gamma
+    out = target(tokens)
+    law = torch.softmax(out.logits.float(), dim=-1)
+    starts = torch.arange(max(first, 1), tokens.shape[1] - gamma + 1, stride)
+    anchors = starts.expand(len(tokens), -1)
+    logits, _ = drafter.training_outputs(tokens, out.features, anchors)
+    slots = (anchors[:, :, None] + torch.arange(gamma)).reshape(len(tokens), -1)
+    vocab = law.shape[-1]
+    at_slots = torch.gather(law, 1, slots[:, :, None].expand(-1, -1, vocab))
+    return _scores(torch.softmax(logits.float(), -1), at_slots.reshape(*logits.shape))
+
+
+@torch.no_grad()
+def eagle_scores(
+    drafter: EagleDrafter, tokens: torch.Tensor, first: int
+) -> tuple[list[float], list[float]]:
+    """The first drafted token, for tokens after position ``first`` (the only draft position
+    teacher forcing defines without the drafter's own predicted features)."""
+    target = drafter.frozen_target
+    out = target(tokens)
+    law = torch.softmax(out.logits.float(), dim=-1)
+    _, logits = drafter.training_outputs(tokens, out.last_hidden)
+    # logits[:, i] reads token i + 1 and the target's state at i: it drafts token i + 2.
+    draft = torch.softmax(logits.float(), -1)[:, first:-1]
+    return _scores(draft[:, :, None], law[:, first + 1 : -1, None])
+
+
+def agreement_table(
+    target: Target,
+    dspark: DSparkDrafter,
+    eagle: EagleDrafter,
+    windows: torch.Tensor,
+    prefix: int,
+) -> dict[str, Any]:
+    """Both drafters on real ``windows`` [R, W] and on the target's greedy continuation of
+    their first ``prefix`` tokens, scored past the prefix in both."""
+    texts = {
+        "real": windows,
+        "greedy": greedy_continuation(target, windows[:, :prefix], windows.shape[1]),
+    }
+    table: dict[str, Any] = {"windows": len(windows), "width": windows.shape[1], "prefix": prefix}
+    for name, tokens in texts.items():
+        d_agree, d_overlap = dspark_scores(dspark, tokens, prefix)
+        e_agree, e_overlap = eagle_scores(eagle, tokens, prefix)
+        table[name] = {
+            "dspark": {"argmax_agreement": d_agree, "overlap": d_overlap},
+            "eagle": {"argmax_agreement": e_agree, "overlap": e_overlap},
+        }
+    return table
