@@ -13,7 +13,7 @@ def agreement_section(results: dict[str, Any]) -> list[str]:
         return []
     some = next(iter(agreement.values()))
     lines = [
-        "### Why temperature 0 is slower: the drafters on the target's greedy text",
+        "### The drafters on real text and on the target's greedy text",
         "",
         f"Teacher-forced, {some['windows']} held-out windows of {some['width']} bytes per "
         f"domain, scored past the first {some['prefix']} bytes: on the real text, and on the "

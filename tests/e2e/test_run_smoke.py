@@ -39,7 +39,7 @@ def test_smoke_run_writes_tables(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "tables" / "e2e.json").read_text())
     assert set(data["evaluation"]) == {"code/T=1", "code/T=0", "prose/T=1", "prose/T=0"}
     assert set(data["agreement"]) == {"code", "prose"}
-    assert "### Why temperature 0 is slower" in text
+    assert "### The drafters on real text and on the target's greedy text" in text
     gamma = results["plan"]["dspark"]["gamma"]
     for row in results["evaluation"].values():
         for name in ("dspark", "eagle"):
