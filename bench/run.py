@@ -435,7 +435,7 @@ def markdown(report: dict) -> str:
         f"{report['cpu_count']} cores), torch {report['torch']}, {report['seconds']:.0f} s in all"
         + (" (`--quick`: tiny shapes, for testing the script)" if report["quick"] else "")
         + f". Measured copy bandwidth {bw:.2f} GB/s (256 MiB, read + write).",
-        "The machine was shared with other jobs while this ran: every repeat calls all "
+        "The machine may be shared with other jobs: every repeat calls all "
         "implementations once in a fresh random order, and the ratios below are medians of "
         "per-repeat ratios, so that slow phases hit all of them alike. "
         + (

@@ -62,7 +62,7 @@ def setup_lines(results: dict[str, Any]) -> list[str]:
         "many small integer operations per position, which alone costs more than a target step "
         "here). Losslessness is checked for both verifiers.",
         f"- Machine: {machine.get('device', 'CPU')}; {machine['threads']} torch thread(s) on a "
-        "2-core machine that other jobs shared during the run. Speeds are therefore paired: "
+        "2-core machine that other jobs may share. Speeds are therefore paired: "
         "the decoders of one table decode each chunk of prompts back to back, in a fresh random "
         "order per chunk, and 'x target' is the median over chunks of the per-chunk ratio of "
         "tokens/s to the target alone on the same chunk (ranges and per-chunk ratios in the "

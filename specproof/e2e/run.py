@@ -825,7 +825,7 @@ def run(
             "processor": platform.processor() or platform.machine(),
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),
-            "shared": "yes: other jobs ran on the same cores during the run",
+            "shared": "possibly: other jobs may use the same cores, unseen from inside the run",
             "device": "CPU only (no GPU was available)",
         },
         "weights": models.source,
