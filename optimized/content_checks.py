@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from .deferred_checks import DeferredChecks, first_index
-from .validation import WORD_LIMIT, check_chain_shapes, duplicate_ids, sum_tolerance
+from .validation import WORD_LIMIT, duplicate_ids, sum_tolerance
 
 
 def defer_request_ids(checks: DeferredChecks, requests: torch.Tensor) -> None:
@@ -107,8 +107,8 @@ def check_chain_inputs(
     host synchronisation. ``given`` says which of (num_draft_tokens, request_ids, temperature)
     the caller passed: the contents of values the entry point made itself are not re-checked.
     Row contents are checked by :mod:`specproof.optimized.row_checks` on the values
-    verification computes."""
-    check_chain_shapes(target, draft, draft_tokens, lengths, requests, temperature)
+    verification computes. Shapes, dtypes and devices are the caller's to check first
+    (:func:`~specproof.optimized.validation.check_chain_shapes`)."""
     positions, vocab = target.shape[1], target.shape[2]
     n = positions - 1
     lengths_given, requests_given, temperature_given = given

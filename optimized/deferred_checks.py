@@ -35,7 +35,10 @@ class DeferredChecks:
     def raise_if_any(self) -> None:
         if not self.flags:
             return
-        every = torch.cat([bad.reshape(-1) for bad, _ in self.flags])
+        if len(self.flags) == 1:
+            every = self.flags[0][0]
+        else:
+            every = torch.cat([bad.reshape(-1) for bad, _ in self.flags])
         if not bool(every.any()):  # the one host synchronisation
             return
         for bad, describe in self.flags:  # error path: find the first violation

@@ -28,6 +28,7 @@ nor checked. The Triton backend does not yet report the values it computes, so f
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -51,28 +52,43 @@ def check_gathered(
     sampled: torch.Tensor | None = None,
 ) -> None:
     """Entries read at the drafted tokens ([B, n] ``values`` in float32, masked by ``where``).
-    ``sampled`` marks, for the draft, where the token must have positive probability."""
-    checks.add(
-        where & torch.isnan(values), lambda bad: at(f"{name} contains NaN", first_index(bad))
-    )
+    ``sampled`` marks, for the draft, where the token must have positive probability.
+
+    One mask covers every way an entry can be wrong (NaN fails every comparison); which way
+    is worked out on the error path, for the first bad entry."""
     if is_logits:
-        plus_inf = where & (values == float("inf"))
-        checks.add(plus_inf, lambda bad: at(f"{name} (logits) contains +inf", first_index(bad)))
+        checks.add(where & ~(values < float("inf")), lambda bad: logit_entry(name, values, bad))
         if sampled is not None:
             zero = sampled & (values == float("-inf"))
             checks.add(zero, lambda bad: draft_zero_message(first_index(bad)))
         return
-    checks.add(
-        where & torch.isinf(values), lambda bad: at(f"{name} contains inf", first_index(bad))
-    )
-    checks.add(
-        where & (values < 0),
-        lambda bad: at(f"{name} has negative probabilities", first_index(bad)),
-    )
-    above = where & (values > 1 + sum_tolerance(dtype))
-    checks.add(above, lambda bad: at(f"{name} has a probability above 1", first_index(bad)))
+    ceiling = 1 + sum_tolerance(dtype)
+    in_range = (values >= 0) & (values <= ceiling)
+    checks.add(where & ~in_range, lambda bad: probability_entry(name, values, bad))
     if sampled is not None:
         checks.add(sampled & (values == 0), lambda bad: draft_zero_message(first_index(bad)))
+
+
+def logit_entry(name: str, values: torch.Tensor, bad: torch.Tensor) -> str:
+    index = first_index(bad)
+    value = float(values[index])
+    return at(
+        f"{name} contains NaN" if math.isnan(value) else f"{name} (logits) contains +inf", index
+    )
+
+
+def probability_entry(name: str, values: torch.Tensor, bad: torch.Tensor) -> str:
+    index = first_index(bad)
+    value = float(values[index])
+    if math.isnan(value):
+        problem = "contains NaN"
+    elif math.isinf(value):
+        problem = "contains inf"
+    elif value < 0:
+        problem = "has negative probabilities"
+    else:
+        problem = "has a probability above 1"
+    return at(f"{name} {problem}", index)
 
 
 def draft_zero_message(index: tuple[int, ...]) -> str:
@@ -91,27 +107,27 @@ def check_full_rows(
     requests: torch.Tensor,
 ) -> None:
     """Probability rows read in full, by their float32 sums and minima (``requests`` names
-    the request of each row, for the message)."""
-
-    def request(bad: torch.Tensor) -> int:
-        return int(requests[first_index(bad)[0]])
-
-    checks.add(torch.isnan(sums), lambda bad: f"{name} contains NaN (request {request(bad)})")
-    checks.add(torch.isinf(sums), lambda bad: f"{name} contains inf (request {request(bad)})")
-    checks.add(
-        minima < 0, lambda bad: f"{name} has negative probabilities (request {request(bad)})"
-    )
+    the request of each row, for the message). One mask: NaN and inf propagate into the sum,
+    which then fails the tolerance test; the wording is chosen on the error path."""
     tolerance = sum_tolerance(dtype)
-    off = torch.isfinite(sums) & ((sums - 1).abs() > tolerance)
+    bad = ~((minima >= 0) & ((sums - 1).abs() <= tolerance))
 
-    def summing(bad: torch.Tensor) -> str:
+    def describe(bad: torch.Tensor) -> str:
         row = first_index(bad)[0]
+        total, least = float(sums[row]), float(minima[row])
+        request = int(requests[row])
+        if math.isnan(total) or math.isnan(least):
+            return f"{name} contains NaN (request {request})"
+        if math.isinf(total):
+            return f"{name} contains inf (request {request})"
+        if least < 0:
+            return f"{name} has negative probabilities (request {request})"
         return (
-            f"{name} has a row summing to {float(sums[row]):.6g} (request {request(bad)}), more "
-            f"than {tolerance:g} from 1 (pass logits, or normalise the rows)"
+            f"{name} has a row summing to {total:.6g} (request {request}), more than "
+            f"{tolerance:g} from 1 (pass logits, or normalise the rows)"
         )
 
-    checks.add(off, summing)
+    checks.add(bad, describe)
 
 
 def check_softmax_values(

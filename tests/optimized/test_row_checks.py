@@ -187,3 +187,52 @@ def test_tiled_inverse_cdf_is_the_exact_inverse_cdf_on_dyadic_rows(vocab) -> Non
         dist = [Fraction(c, sum(counts)) for c in counts]
         assert int(token[r]) == inverse_cdf(dist, Fraction(uniforms[r], 2**24))
         assert float(total[r]) == sum(counts) / 2**20
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (NAN, "target contains NaN at request 1, position 0"),
+        (INF, "target contains inf at request 1, position 0"),
+        (-INF, "target contains inf at request 1, position 0"),
+        (-0.25, "target has negative probabilities at request 1, position 0"),
+        (1.5, "target has a probability above 1 at request 1, position 0"),
+    ],
+)
+def test_one_mask_per_gathered_read_still_names_the_violation(value: float, message: str) -> None:
+    """Every way a gathered entry can be wrong shares one mask; the message is chosen on the
+    error path from the first bad entry's value."""
+    from specproof.optimized.deferred_checks import DeferredChecks
+    from specproof.optimized.row_checks import check_gathered
+
+    values = torch.tensor([[0.5, 0.25], [value, 0.5]])
+    checks = DeferredChecks()
+    check_gathered(checks, "target", values, torch.ones(2, 2, dtype=torch.bool),
+                   is_logits=False, dtype=torch.float32)  # fmt: skip
+    with pytest.raises(InvalidInputError, match=message):
+        checks.raise_if_any()
+
+
+@pytest.mark.parametrize(
+    ("total", "least", "message"),
+    [
+        (NAN, 0.0, "contains NaN \\(request 7\\)"),
+        (INF, 0.0, "contains inf \\(request 7\\)"),
+        (1.0, -0.5, "has negative probabilities \\(request 7\\)"),
+        (0.5, 0.0, "has a row summing to 0.5 \\(request 7\\)"),
+    ],
+)
+def test_one_mask_per_full_row_still_names_the_violation(
+    total: float, least: float, message: str
+) -> None:
+    from specproof.optimized.deferred_checks import DeferredChecks
+    from specproof.optimized.row_checks import check_full_rows
+
+    checks = DeferredChecks()
+    sums, minima = torch.tensor([1.0, total]), torch.tensor([0.1, least])
+    check_full_rows(checks, "draft", sums, minima, torch.float32, torch.tensor([3, 7]))
+    with pytest.raises(InvalidInputError, match=message):
+        checks.raise_if_any()
+    fine = DeferredChecks()
+    check_full_rows(fine, "draft", sums[:1], minima[:1], torch.float32, torch.tensor([3]))
+    fine.raise_if_any()
