@@ -520,11 +520,11 @@ def markdown(report: dict) -> str:
         "",
         "`python bench/profile.py` (torch.profiler, headline shape, 1 thread, validate=True), "
         "run after this benchmark on the same commit: with probabilities, copying the final rows "
-        "(`index_select`, about a fifth), the tile sums of the inverse CDF and the full-row "
+        "(`index_select`, about a quarter), the tile sums of the inverse CDF and the full-row "
         "checks (`sum`, `amin`), and the residual (`sub_`, `clamp_`), each a pass over the B "
         "final rows that torch cannot fuse; with logits, `softmax` of the rows reached (about "
-        "60 %: its exp costs over 1 ns per entry at one thread, several times the read) and the "
-        "copies of those rows into contiguous buffers (about a quarter). A fused CPU kernel "
+        "half: its exp costs over 1 ns per entry at one thread, several times the read) and the "
+        "copies of those rows into contiguous buffers (about a third). A fused CPU kernel "
         "(one pass: online log-sum-exp, or residual plus search) is what would close the gap to "
         "the bound; it is not built here.",
     ]
