@@ -1,6 +1,7 @@
 """Where the torch backend's time goes at the headline shape (B = 64, k = 8, V = 128,256, one
 thread, realistic drafts, validate=True): the top operators by self CPU time, torch.profiler
-over 3 calls. Inputs are those of ``bench/run.py``."""
+over 3 calls. Then what validation adds at B = 1, where it is fixed work: operator calls per
+call with validate=True against validate=False. Inputs are those of ``bench/run.py``."""
 
 from __future__ import annotations
 
@@ -47,5 +48,40 @@ def main() -> None:
         print(f"{kind}: {total / 3e3:.1f} ms per call profiled; {shares}")
 
 
+def operator_calls(call: partial[object]) -> int:
+    call()
+    with profile() as prof:
+        call()
+    return sum(e.count for e in prof.key_averages())
+
+
+def validation_calls() -> None:
+    _, n, vocab = HEADLINE
+    for logits in (False, True):
+        target, draft, tokens = make_inputs(1, n, vocab, True, logits, torch.device("cpu"), seed=9)
+        counts = {
+            validate: operator_calls(
+                partial(
+                    chain_verify,
+                    target,
+                    draft,
+                    tokens,
+                    seed=1,
+                    backend="torch",
+                    target_is_logits=logits,
+                    draft_is_logits=logits,
+                    validate=validate,
+                )
+            )
+            for validate in (True, False)
+        }
+        kind = "logits" if logits else "probabilities"
+        print(
+            f"{kind}, B = 1: {counts[True]} operator calls validated, {counts[False]} with "
+            f"validate=False ({counts[True] - counts[False]} more)"
+        )
+
+
 if __name__ == "__main__":
     main()
+    validation_calls()
