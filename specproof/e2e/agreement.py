@@ -11,18 +11,18 @@ from typing import Any
 
 import torch
 
+from .decode import autoregressive_generate
 from .drafters import DSparkDrafter, EagleDrafter
-from .target import Target
+from .target import Target, TargetOutput
 
 
 @torch.no_grad()
 def greedy_continuation(target: Target, starts: torch.Tensor, width: int) -> torch.Tensor:
-    """[R, width]: ``starts`` [R, P] continued by the target's argmax (whole-window passes)."""
-    tokens = starts
-    while tokens.shape[1] < width:
-        logits = target(tokens).logits[:, -1]
-        tokens = torch.cat((tokens, logits.argmax(-1, keepdim=True)), dim=1)
-    return tokens
+    """[R, width]: ``starts`` [R, P] continued by the target's greedy decode."""
+    decoded = autoregressive_generate(
+        target, starts.tolist(), width - starts.shape[1], temperature=0.0
+    )
+    return torch.cat((starts, torch.tensor(decoded.tokens, dtype=starts.dtype)), dim=1)
 
 
 def _scores(draft: torch.Tensor, law: torch.Tensor) -> tuple[list[float], list[float]]:
@@ -35,14 +35,17 @@ def _scores(draft: torch.Tensor, law: torch.Tensor) -> tuple[list[float], list[f
 
 @torch.no_grad()
 def dspark_scores(
-    drafter: DSparkDrafter, tokens: torch.Tensor, first: int, stride: int = 4
+    drafter: DSparkDrafter,
+    tokens: torch.Tensor,
+    out: TargetOutput,
+    law: torch.Tensor,
+    first: int,
+    stride: int = 4,
 ) -> tuple[list[float], list[float]]:
     """Block slots k = 1..gamma from anchors every ``stride`` positions from ``first`` on
-    (x_{k-1} the text's own token)."""
-    target = drafter.frozen_target
+    (x_{k-1} the text's own token); ``out`` and ``law`` are the target's pass over ``tokens``
+    and its softmax."""
     gamma = drafter.gamma
-    out = target(tokens)
-    law = torch.softmax(out.logits.float(), dim=-1)
     starts = torch.arange(max(first, 1), tokens.shape[1] - gamma + 1, stride)
     anchors = starts.expand(len(tokens), -1)
     logits, _ = drafter.training_outputs(tokens, out.features, anchors)
@@ -54,13 +57,10 @@ def dspark_scores(
 
 @torch.no_grad()
 def eagle_scores(
-    drafter: EagleDrafter, tokens: torch.Tensor, first: int
+    drafter: EagleDrafter, tokens: torch.Tensor, out: TargetOutput, law: torch.Tensor, first: int
 ) -> tuple[list[float], list[float]]:
     """The first drafted token, for tokens after position ``first`` (the only draft position
     teacher forcing defines without the drafter's own predicted features)."""
-    target = drafter.frozen_target
-    out = target(tokens)
-    law = torch.softmax(out.logits.float(), dim=-1)
     _, logits = drafter.training_outputs(tokens, out.last_hidden)
     # logits[:, i] reads token i + 1 and the target's state at i: it drafts token i + 2.
     draft = torch.softmax(logits.float(), -1)[:, first:-1]
@@ -82,8 +82,11 @@ def agreement_table(
     }
     table: dict[str, Any] = {"windows": len(windows), "width": windows.shape[1], "prefix": prefix}
     for name, tokens in texts.items():
-        d_agree, d_overlap = dspark_scores(dspark, tokens, prefix)
-        e_agree, e_overlap = eagle_scores(eagle, tokens, prefix)
+        with torch.no_grad():
+            out = target(tokens)
+        law = torch.softmax(out.logits.float(), dim=-1)
+        d_agree, d_overlap = dspark_scores(dspark, tokens, out, law, prefix)
+        e_agree, e_overlap = eagle_scores(eagle, tokens, out, law, prefix)
         table[name] = {
             "dspark": {"argmax_agreement": d_agree, "overlap": d_overlap},
             "eagle": {"argmax_agreement": e_agree, "overlap": e_overlap},
