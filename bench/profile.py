@@ -18,24 +18,30 @@ from run import HEADLINE, make_inputs
 from specproof.optimized import chain_verify
 
 
+def torch_call(batch: int, logits: bool, validate: bool = True) -> partial[object]:
+    """Chain verification at (batch, k, V) = (``batch``, headline k and V), torch backend,
+    realistic drafts, as a call without arguments."""
+    _, n, vocab = HEADLINE
+    target, draft, tokens = make_inputs(
+        batch, n, vocab, True, logits, torch.device("cpu"), seed=batch + n
+    )
+    return partial(
+        chain_verify,
+        target,
+        draft,
+        tokens,
+        seed=1,
+        backend="torch",
+        target_is_logits=logits,
+        draft_is_logits=logits,
+        validate=validate,
+    )
+
+
 def main() -> None:
     torch.set_num_threads(1)
-    batch, n, vocab = HEADLINE
     for logits in (False, True):
-        target, draft, tokens = make_inputs(
-            batch, n, vocab, True, logits, torch.device("cpu"), seed=batch + n
-        )
-
-        call = partial(
-            chain_verify,
-            target,
-            draft,
-            tokens,
-            seed=1,
-            backend="torch",
-            target_is_logits=logits,
-            draft_is_logits=logits,
-        )
+        call = torch_call(HEADLINE[0], logits)
         call()
         with profile() as prof:
             for _ in range(3):
@@ -56,25 +62,8 @@ def operator_calls(call: partial[object]) -> int:
 
 
 def validation_calls() -> None:
-    _, n, vocab = HEADLINE
     for logits in (False, True):
-        target, draft, tokens = make_inputs(1, n, vocab, True, logits, torch.device("cpu"), seed=9)
-        counts = {
-            validate: operator_calls(
-                partial(
-                    chain_verify,
-                    target,
-                    draft,
-                    tokens,
-                    seed=1,
-                    backend="torch",
-                    target_is_logits=logits,
-                    draft_is_logits=logits,
-                    validate=validate,
-                )
-            )
-            for validate in (True, False)
-        }
+        counts = {v: operator_calls(torch_call(1, logits, v)) for v in (True, False)}
         kind = "logits" if logits else "probabilities"
         print(
             f"{kind}, B = 1: {counts[True]} operator calls validated, {counts[False]} with "
