@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from .deferred_checks import DeferredChecks, first_index
+from .row_checks import improper_rows
 from .validation import WORD_LIMIT, duplicate_ids, sum_tolerance
 
 
@@ -68,8 +69,7 @@ def defer_rows(checks: DeferredChecks, name: str, rows: torch.Tensor, is_logits:
         maxima = flat.amax(dim=-1)
         bad = torch.isnan(maxima) | torch.isinf(maxima)
     else:
-        sums = flat.sum(dim=-1, dtype=torch.float32)
-        bad = ~torch.isfinite(sums) | (flat.amin(dim=-1) < 0) | ((sums - 1).abs() > tolerance)
+        bad = improper_rows(flat.sum(dim=-1, dtype=torch.float32), flat.amin(dim=-1), tolerance)
 
     def describe(bad: torch.Tensor) -> str:
         row = flat[first_index(bad)[0]].to(torch.float32)

@@ -110,7 +110,6 @@ def check_full_rows(
     the request of each row, for the message). One mask: NaN and inf propagate into the sum,
     which then fails the tolerance test; the wording is chosen on the error path."""
     tolerance = sum_tolerance(dtype)
-    bad = ~((minima >= 0) & ((sums - 1).abs() <= tolerance))
 
     def describe(bad: torch.Tensor) -> str:
         row = first_index(bad)[0]
@@ -127,7 +126,13 @@ def check_full_rows(
             f"{tolerance:g} from 1 (pass logits, or normalise the rows)"
         )
 
-    checks.add(bad, describe)
+    checks.add(improper_rows(sums, minima, tolerance), describe)
+
+
+def improper_rows(sums: torch.Tensor, minima: torch.Tensor, tolerance: float) -> torch.Tensor:
+    """Rows that are not probability vectors, from their sums and minima: a negative entry, or
+    a sum more than ``tolerance`` from 1 (a NaN or inf entry makes the sum fail)."""
+    return ~((minima >= 0) & ((sums - 1).abs() <= tolerance))
 
 
 def check_softmax_values(
