@@ -121,6 +121,14 @@ def proofs(session: nox.Session) -> None:
     session.run("python", "proofs/check_all.py", *session.posargs)
 
 
+@nox.session(python=False, default=False)
+def coq(session: nox.Session) -> None:
+    """Machine-checked proofs (proofs/coq/): compile, gate each main theorem on ``Print
+    Assumptions``, run the negative tests. Needs coqc and mathcomp (Debian packages, listed when
+    missing); installs nothing."""
+    session.run(sys.executable, "proofs/coq/check.py", *session.posargs, external=True)
+
+
 @nox.session(**SHARED, default=False)
 def notebooks(session: nox.Session) -> None:
     """Execute every notebook headless; each asserts the claim it plots."""

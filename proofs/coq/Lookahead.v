@@ -4,7 +4,7 @@
    - Global search (reads the draft): position 1 is verified iff x_1 = A, and then position 2
      as well (l = 2 after A, l = 0 after B).  The first token has law (17/20, 3/20).
    - Algorithm 1 with the break (decided before x_1 is drawn): l = 0, the token is the bonus,
-     law (7/10, 3/10) = p.  Any admission that does not read the draft it admits gives p
+     law (7/10, 3/10) = p.  Any admission that does not read the draft it decides on gives p
      (T1 part 2, [round_stopped]). *)
 From mathcomp Require Import all_ssreflect ssralg ssrnum rat.
 From Specproof Require Import Step Round.
@@ -76,7 +76,7 @@ by rewrite /stop /go /resid !big_bool /=; split; apply/eqP; vm_compute.
 Qed.
 
 (* The contrast, one statement: with the same round and the same p, q, an admission that does
-   not read the draft it admits (any such rule verifying at most 2 drafts, the break included)
+   not read the draft it decides on (any such rule verifying at most 2 drafts, the break included)
    emits p's law; the global search, which reads x_1, does not. *)
 Theorem T5a_contrast :
   (forall A, causal A -> bounded 2 A -> forall y, first_token A y = pA y) /\
@@ -88,4 +88,22 @@ split.
   by rewrite subr0 (round_total (l := 2)) ?mul1r //; [exact: dists_P | exact: dists_Q].
 have [-> _] := T5a_global_search.
 by apply/eqP; vm_compute.
+Qed.
+
+(* T1 part 1 needs the residual norm(max(0, p - q)): drawing the replacement from p instead is
+   biased.  p = (1/2, 1/2), q = (1, 0): the token is A with probability 3/4. *)
+Definition pHalf : bool -> rat := fun _ => 2%:R^-1.
+Definition qOnA : bool -> rat := fun x => if x then 1 else 0.
+
+Theorem T1_residual_from_p_biased :
+  dist pHalf /\ dist qOnA /\ step_law pHalf qOnA pHalf true = 3%:R / 4%:R
+  /\ step_law pHalf qOnA (resid pHalf qOnA) true = pHalf true.
+Proof.
+have dp : dist pHalf.
+  split; first by move=> x; rewrite /pHalf invr_ge0 ler0n.
+  by rewrite big_bool /=; apply/eqP; vm_compute.
+have dq : dist qOnA.
+  by split; [case | rewrite big_bool /=; apply/eqP; vm_compute].
+do !split => //; last exact: T1_one_step_law.
+by rewrite /step_law big_bool /=; apply/eqP; vm_compute.
 Qed.

@@ -1,5 +1,5 @@
 (* T7: expected number of tokens per round of the chain rule (or of any round whose admission
-   does not read the draft it admits). *)
+   does not read the draft it decides on). *)
 From mathcomp Require Import all_ssreflect ssralg ssrnum.
 From mathcomp Require Import ring.
 From Specproof Require Import Step Round.
