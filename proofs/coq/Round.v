@@ -117,6 +117,38 @@ transitivity (a * (overlap (P [::]) (Q [::]) y + reject (P [::]) (Q [::]) * resi
 by rewrite e; ring.
 Qed.
 
+(* With admission probabilities in [0, 1] every output has non-negative probability. *)
+Lemma ratio_ge0 (p q : V -> R) x : 0 <= p x -> 0 <= q x -> 0 <= ratio p q x.
+Proof. by move=> p0 q0; rewrite /ratio le_minr ler01 divr_ge0. Qed.
+
+Lemma ratio_le1 (p q : V -> R) x : ratio p q x <= 1.
+Proof. by rewrite /ratio le_minl lexx. Qed.
+
+Lemma resid_ge0 (p q : V -> R) y : 0 <= resid p q y.
+Proof.
+rewrite /resid divr_ge0 //; last by apply: sumr_ge0 => x _; rewrite /excess le_maxr lexx.
+by rewrite /excess le_maxr lexx.
+Qed.
+
+Lemma rlaw_ge0 P Q A o : dists P -> dists Q -> (forall s x, 0 <= A s x <= 1) ->
+  0 <= rlaw P Q A o.
+Proof.
+elim: o P Q A => [|y o IH] P Q A dP dQ hA //=.
+have [p0 _] := dP [::]; have [q0 _] := dQ [::].
+have a0 x : 0 <= A [::] x by case/andP: (hA [::] x).
+have a1 x : 0 <= 1 - A [::] x by rewrite subr_ge0; case/andP: (hA [::] x).
+have r1 x : 0 <= 1 - ratio (P [::]) (Q [::]) x by rewrite subr_ge0 ratio_le1.
+case: o IH => [|z o] IH.
+  rewrite /stop addr_ge0 // mulr_ge0 ?resid_ge0 //; apply: sumr_ge0 => x _.
+    by rewrite !mulr_ge0.
+  by rewrite mulr_ge0.
+rewrite mulr_ge0 ?IH //.
+- by rewrite /go !mulr_ge0 ?ratio_ge0.
+- by move=> s; apply: dP.
+- by move=> s; apply: dQ.
+- by move=> s; apply: hA.
+Qed.
+
 Section Hyps.
 Variables (P Q A : kernel).
 
@@ -269,6 +301,12 @@ Theorem T1_round_total c : ext l.+2 (tgt p c) (q c) (chain_adm l) [::] = 1.
 Proof.
 apply: (round_total (l := l)) => //; first by move=> s'; apply: dp.
 exact: chain_bounded.
+Qed.
+
+Theorem T1_round_ge0 c o : 0 <= rlaw (tgt p c) (q c) (chain_adm l) o.
+Proof.
+apply: rlaw_ge0 => //; first by move=> s'; apply: dp.
+by move=> s x; rewrite /chain_adm; case: ltnP; rewrite ?ler01 ?lexx.
 Qed.
 
 Theorem T1_N_tokens N c (ys : seq V) : size ys = N ->

@@ -49,6 +49,7 @@ THEOREMS = (
     Theorem("Step", "T1_one_step_same", "T1 part 1: p = q gives 1 - TV = 1, rejection prob. 0"),
     Theorem("Round", "T1_round", "T1 part 2: chain round (l drafts + bonus) is stopped"),
     Theorem("Round", "T1_round_total", "T1 part 2: the round's law has total mass 1"),
+    Theorem("Round", "T1_round_ge0", "T1 part 2: the round's law is non-negative"),
     Theorem("Round", "T1_N_tokens", "T1 part 3: rounds until N tokens give T(y | c)"),
     Theorem("Round", "round_stopped", "T2 (one request): non-anticipating round is stopped"),
     Theorem("Round", "decode_exact", "T2 (one request): non-anticipating rounds, N tokens"),
