@@ -66,4 +66,48 @@ rewrite law; have [->|qn0] := eqVneq (Q [::] y) 0; first by rewrite mul0r.
 by rewrite -(h y qn0) addrK mulr1.
 Qed.
 
+(* T5(b), "not for every target": a one-hot target is emitted exactly whatever the admission. *)
+Theorem T5b_one_hot P Q A t : dists Q -> (forall s x, P s x = (x == t)%:R) ->
+  forall y, stop P Q A y + go P Q A y = P [::] y.
+Proof.
+move=> dQ hP y.
+have dP : dists P.
+  move=> s; split => [x|]; first by rewrite hP ler0n.
+  by rewrite (eq_bigr (fun x => 1 * (x == t)%:R)) ?sum_pick // => x _; rewrite hP mul1r.
+have [q0 sq] := dQ [::]; set q := Q [::] in q0 sq *.
+have qt1 : q t <= 1.
+  by rewrite -sq (bigD1 t) //= ler_addl sumr_ge0.
+have m x : overlap (P [::]) q x = q t * (x == t)%:R.
+  rewrite /overlap hP; have [->|ne] := eqVneq x t; first by rewrite mulr1 min_r.
+  by rewrite mulr0 min_l.
+rewrite T5b_formula // -/q hP.
+set abar := \sum_x q x * A [::] x.
+have S : \sum_x A [::] x * (q x - overlap (P [::]) q x) = abar - A [::] t * q t.
+  rewrite (eq_bigr (fun x => q x * A [::] x - (A [::] t * q t) * (x == t)%:R)).
+    by rewrite sumrB sum_pick.
+  move=> x _; rewrite m; have [->|ne] := eqVneq x t; first by rewrite !mulr1; ring.
+  by rewrite !mulr0 !subr0 mulrC.
+rewrite S m.
+have [e1|n1] := eqVneq (q t) 1.
+  have qx0 x : x != t -> q x = 0.
+    move=> ne; have h : \sum_(i | i != t) q i = 0.
+      have := sq; rewrite (bigD1 t) //= e1 => e.
+      by apply: (@addrI _ 1); rewrite addr0.
+    exact: (psumr_eq0P (fun i _ => q0 i) h).
+  have ab : abar = A [::] t.
+    rewrite /abar (bigD1 t) //= e1 mul1r big1 ?addr0 // => x ne.
+    by rewrite qx0 ?mul0r.
+  rewrite ab e1 mulr1 subrr mulr0 addr0; have [->|ne] := eqVneq y t; last by rewrite !mulr0 addr0.
+  by rewrite !mulr1 addrC subrK.
+have pos : 1 - q t != 0 by rewrite subr_eq0 eq_sym.
+have r : resid (P [::]) q y = (y == t)%:R.
+  have ex x : excess (P [::]) q x = (1 - q t) * (x == t)%:R.
+    rewrite /excess hP; have [->|ne] := eqVneq x t; first by rewrite mulr1 max_r // subr_ge0.
+    by rewrite mulr0 sub0r max_l // oppr_le0.
+  by rewrite /resid (eq_bigr _ (fun x _ => ex x)) sum_pick ex mulrC mulKf.
+rewrite r; have [->|ne] := eqVneq y t; last by rewrite !mulr0 mul0r !addr0.
+have -> : (true%:R : R) = 1 by [].
+by rewrite !mulr1; ring.
+Qed.
+
 End Anticipating.
