@@ -3,7 +3,7 @@
    when x_1 = x, the first token's law is
      alpha(y) m(y) + r(y) sum_x alpha(x) (q(x) - m(x)) + (1 - alpha_bar) p(y),
    m = min(p, q), alpha_bar = sum_x q(x) alpha(x); when p = q it is exact iff alpha is constant
-   on the support of q. *)
+   on the support of q; a one-hot p is emitted exactly whatever alpha is. *)
 From mathcomp Require Import all_ssreflect ssralg ssrnum.
 From mathcomp Require Import ring.
 From Specproof Require Import Step Round.
