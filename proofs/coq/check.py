@@ -65,6 +65,7 @@ THEOREMS = (
     Theorem("Step", "T7_accept_tv", "T7 part 2: acceptance = sum min(p, q) = 1 - TV"),
     Theorem("Tokens", "T7_iid", "T7 part 3: i.i.d. 1 + b + ... + b^l, gap b^(l+1)/(1-b)"),
     Theorem("Tokens", "T7_iid_085", "T7 part 3: b = 0.85: 37/20 (l = 1), 20/3 (1 - b^(l+1))"),
+    Theorem("DraftedPath", "T7_drafted_path", "T7 part 4: drafted-path product 21/32 vs 5/8"),
 )
 
 
