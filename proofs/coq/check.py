@@ -59,6 +59,8 @@ THEOREMS = (
     Theorem("Anticipating", "T5b_formula", "T5(b): first-token law when admission reads x_1"),
     Theorem("Anticipating", "T5b_same", "T5(b): p = q: exact iff admission const. on supp q"),
     Theorem("Anticipating", "T5b_one_hot", "T5(b): one-hot p: exact for every admission"),
+    Theorem("Block", "T8_keep", "T8 part 1: P(tau >= m | x_<=m) = p_m"),
+    Theorem("Block", "T8_keep_eq", "T8 part 1: P(tau = m | x_<=m) = rho_m for m < l"),
     Theorem("Lookahead", "T1_residual_from_p_biased", "T1 part 1: residual from p is biased"),
     Theorem("Tokens", "T7_expected_tokens", "T7 part 1: E|O| = 1 + sum_j P(A_1..A_j)"),
     Theorem("Tokens", "T7_product", "T7 part 1: P(A_1..A_j) = b_1 ... b_j"),
