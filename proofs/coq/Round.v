@@ -1,6 +1,6 @@
 (* T1 parts 2 and 3: one round of the chain rule (l drafts and a bonus token) is a stopped
    target sample, and rounds composed until N tokens are emitted give the target's law.
-   One definition of a round serves every admission rule: [adm s x] is the probability that the
+   One definition of a round serves every admission rule: [A s x] is the probability that the
    draft x at the position after the accepted prefix s is verified; otherwise the round emits a
    bonus token from the target and stops.  The chain rule with l drafts is [chain_adm l]; T5(a)
    uses the same round with an admission that reads the draft. *)

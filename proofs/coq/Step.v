@@ -102,17 +102,33 @@ rewrite /reject mulr_suml; congr (_ + _).
 by apply: eq_bigr => x _; rewrite mulrA.
 Qed.
 
-(* T1 part 1.  The case split on beta = 1 - TV(p, q) = 1 is part of the statement:
+Lemma min_half_abs (a b : R) : Num.min a b = 2^-1 * (a + b - `|a - b|).
+Proof.
+case: (leP a b) => h.
+  rewrite distrC ger0_norm ?subr_ge0 //.
+  by field.
+rewrite ger0_norm ?subr_ge0 ?ltW //.
+by field.
+Qed.
+
+Lemma beta_tv : beta p q = 1 - tv p q.
+Proof.
+rewrite /beta /tv (eq_bigr _ (fun x _ => min_half_abs (p x) (q x))) -mulr_sumr.
+rewrite !sumrB !big_split /= (proj2 dp) (proj2 dq).
+rewrite mulrBr; congr (_ - _); by field.
+Qed.
+
+(* T1 part 1.  The case split on 1 - TV(p, q) = 1 (= beta, [beta_tv]) is part of the statement:
    - beta = 1: a rejection has probability 0 and the law is p whatever residual r is used
      (the undefined residual is never used);
    - beta <> 1: rejections happen, the residual norm(max(0, p - q)) is well defined (its
      normaliser 1 - beta is positive) and the law is p. *)
 Theorem T1_one_step :
-  if beta p q == 1 then reject p q = 0 /\ (forall r y, step_law p q r y = p y)
+  if 1 - tv p q == 1 then reject p q = 0 /\ (forall r y, step_law p q r y = p y)
   else 0 < reject p q /\ 0 < \sum_x excess p q x /\
        (forall y, step_law p q (resid p q) y = p y).
 Proof.
-have [b1|bn1] := eqVneq (beta p q) 1.
+rewrite -beta_tv; have [b1|bn1] := eqVneq (beta p q) 1.
   have rej0 : reject p q = 0 by rewrite reject_beta b1 subrr.
   split=> // r y; by rewrite step_law_split rej0 mul0r addr0 beta1_overlap.
 have pos : 0 < 1 - beta p q.
@@ -126,35 +142,23 @@ Qed.
 (* The rule as written (residual norm(max(0, p - q)), with x / 0 = 0) emits p's law. *)
 Corollary T1_one_step_law y : step_law p q (resid p q) y = p y.
 Proof.
-by move: T1_one_step; case: (beta p q == 1) => [[_ ->]|[_ [_ ->]]].
+by move: T1_one_step; case: (1 - tv p q == 1) => [[_ ->]|[_ [_ ->]]].
 Qed.
 
 (* T7 part 2: a draft is accepted with probability sum_x min(p, q)(x) = 1 - TV(p, q). *)
-Lemma min_half_abs (a b : R) : Num.min a b = 2^-1 * (a + b - `|a - b|).
-Proof.
-case: (leP a b) => h.
-  rewrite distrC ger0_norm ?subr_ge0 //.
-  by field.
-rewrite ger0_norm ?subr_ge0 ?ltW //.
-by field.
-Qed.
-
 Theorem T7_accept_tv : accept p q = beta p q /\ beta p q = 1 - tv p q.
 Proof.
-split; first exact: accept_beta.
-rewrite /beta /tv (eq_bigr _ (fun x _ => min_half_abs (p x) (q x))) -mulr_sumr.
-rewrite !sumrB !big_split /= (proj2 dp) (proj2 dq).
-rewrite mulrBr; congr (_ - _); by field.
+by split; [exact: accept_beta | exact: beta_tv].
 Qed.
 
 End Dists.
 
-(* p = q: beta = 1, so T1_one_step takes its first branch (no rejection). *)
-Corollary T1_one_step_same p : dist p -> beta p p = 1 /\ reject p p = 0.
+(* p = q: 1 - TV = 1, so T1_one_step takes its first branch (no rejection). *)
+Corollary T1_one_step_same p : dist p -> 1 - tv p p = 1 /\ reject p p = 0.
 Proof.
 move=> dp; have b1 : beta p p = 1.
   by rewrite /beta -(proj2 dp); apply: eq_bigr => x _; rewrite /overlap minxx.
-by split => //; rewrite reject_beta // b1 subrr.
+by rewrite -beta_tv // reject_beta // b1 subrr.
 Qed.
 
 End Step.
