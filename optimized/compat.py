@@ -11,7 +11,7 @@ Divergences, everywhere:
   when u * q < p (exact in float64), the residual and bonus tokens are inverse-CDF draws (not
   FlashInfer's two-pass sampler with its own stream, nor vLLM's exponential race). The laws
   are the same; the tokens for a given seed differ from the peers'.
-- Inputs are validated (:mod:`specproof.optimized.validation`) unless ``validate=False``.
+- Inputs are validated (:mod:`specproof.optimized.checks.contract`) unless ``validate=False``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-from .arguments import as_integer
+from .checks.arguments import as_integer
+from .checks.contract import InvalidInputError, check_float, check_int, check_same_device
 from .torch_backend.rows import workspace
-from .validation import InvalidInputError, check_float, check_int, check_same_device
 from .verify import chain_verify
 
 PLACEHOLDER_TOKEN_ID = -1
@@ -61,7 +61,7 @@ def chain_speculative_sampling(
     deterministic for a seed); with ``seed=None`` a fresh 62-bit seed is drawn from
     ``generator`` (or torch's default generator) instead of advancing a Philox offset;
     ``offset`` is the fourth Philox counter word (default 0). Rows are validated (sums within
-    :func:`~specproof.optimized.validation.sum_tolerance`) unless ``validate=False``.
+    :func:`~specproof.optimized.checks.contract.sum_tolerance`) unless ``validate=False``.
     """
     del deterministic
     seed = _fresh_seed(generator) if seed is None else seed

@@ -6,12 +6,12 @@ from typing import NamedTuple
 
 import torch
 
-from .arguments import request_arguments
 from .backend import Backend, resolve_backend
-from .content_checks import check_chain_inputs
-from .deferred_checks import DeferredChecks
-from .row_checks import check_rows_read
-from .validation import InvalidInputError, check_chain_shapes, duplicate_ids
+from .checks.arguments import request_arguments
+from .checks.content import check_chain_inputs
+from .checks.contract import InvalidInputError, check_chain_shapes, duplicate_ids
+from .checks.recorded import DeferredChecks
+from .checks.row_contents import check_rows_read
 
 
 class ChainResult(NamedTuple):

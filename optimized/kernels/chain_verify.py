@@ -14,15 +14,15 @@ import torch
 import triton
 import triton.language as tl
 
-from ..validation import sum_tolerance
+from ..checks.contract import sum_tolerance
 from .philox import ACCEPT, BONUS, RESIDUAL, address_uniform
 from .rows import load_prob, residual_search, residual_total, row_argmax, row_lse
 
 
 @triton.jit
 def _entry_bad(value, tolerance, IS_LOGITS: tl.constexpr, sampled):
-    """A row's entry at a drafted token violates the input contract (see row_checks): logits
-    NaN or +inf (-inf where the request samples a draft); probabilities NaN, infinite,
+    """A row's entry at a drafted token violates the input contract (checks/row_contents.py):
+    logits NaN or +inf (-inf where the request samples a draft); probabilities NaN, infinite,
     negative or above 1 + tolerance (0 where the request samples a draft)."""
     nan = value != value
     if IS_LOGITS:
@@ -261,9 +261,10 @@ def chain_verify_triton(
     """Launch the kernel (see :func:`specproof.optimized.chain_verify`).
 
     With ``validate`` the kernel also checks the input contract on what it reads (argument
-    ranges, drafted tokens, the entries and rows of :mod:`specproof.optimized.row_checks`) and
-    returns one int8 flag per request, 1 where a check failed; a flagged request reads nothing
-    at its drafted tokens and its tokens are meaningless. ``block`` (vocabulary tile) and
+    ranges, drafted tokens, the entries and rows of
+    :mod:`specproof.optimized.checks.row_contents`) and returns one int8 flag per request, 1
+    where a check failed; a flagged request reads nothing at its drafted tokens and its tokens
+    are meaningless. ``block`` (vocabulary tile) and
     ``num_warps`` override the defaults, for tuning runs.
 
     Returns (tokens [B, n + 1] int64 with -1 after the last emitted token, accepted [B] int64,

@@ -11,9 +11,9 @@ It reads only what the result needs:
   first rejection are never read.
 
 The inverse CDF is a binary search in the cumulative sums (no multinomial, no [R, V] index
-temporaries). With a :class:`~specproof.optimized.deferred_checks.DeferredChecks`, the content
-checks are made on the values computed here (see :mod:`specproof.optimized.row_checks` for the
-contract).
+temporaries). With a :class:`~specproof.optimized.checks.recorded.DeferredChecks`, the content
+checks are made on the values computed here (see
+:mod:`specproof.optimized.checks.row_contents` for the contract).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from functools import partial
 import torch
 from specproof.reference.philox import UNIFORM_BITS
 
-from ..deferred_checks import DeferredChecks
-from ..philox import ACCEPT, BONUS, RESIDUAL, philox4x32
-from ..row_checks import (
+from ..checks.recorded import DeferredChecks
+from ..checks.row_contents import (
     check_full_rows,
     check_gathered,
     check_maxima,
     check_softmax_values,
 )
+from ..philox import ACCEPT, BONUS, RESIDUAL, philox4x32
 from .rows import gather_rows, sample_tiled, softmax_rows_, workspace
 
 

@@ -1,6 +1,6 @@
-"""The content-check contract of chain verification (optimized/row_checks.py): rows read in full
-are checked in full, rows read at one entry are checked at that entry, rows never read are
-neither read nor checked and cannot change the output. Plus the torch backend's own helpers
+"""The content-check contract of chain verification (optimized/checks/row_contents.py): rows
+read in full are checked in full, rows read at one entry are checked at that entry, rows never
+read are neither read nor checked and cannot change the output. Plus the torch backend's own helpers
 (one Philox call per round, the tiled inverse CDF) against their definitions."""
 
 from __future__ import annotations
@@ -202,8 +202,8 @@ def test_tiled_inverse_cdf_is_the_exact_inverse_cdf_on_dyadic_rows(vocab) -> Non
 def test_one_mask_per_gathered_read_still_names_the_violation(value: float, message: str) -> None:
     """Every way a gathered entry can be wrong shares one mask; the message is chosen on the
     error path from the first bad entry's value."""
-    from specproof.optimized.deferred_checks import DeferredChecks
-    from specproof.optimized.row_checks import check_gathered
+    from specproof.optimized.checks.recorded import DeferredChecks
+    from specproof.optimized.checks.row_contents import check_gathered
 
     values = torch.tensor([[0.5, 0.25], [value, 0.5]])
     checks = DeferredChecks()
@@ -225,8 +225,8 @@ def test_one_mask_per_gathered_read_still_names_the_violation(value: float, mess
 def test_one_mask_per_full_row_still_names_the_violation(
     total: float, least: float, message: str
 ) -> None:
-    from specproof.optimized.deferred_checks import DeferredChecks
-    from specproof.optimized.row_checks import check_full_rows
+    from specproof.optimized.checks.recorded import DeferredChecks
+    from specproof.optimized.checks.row_contents import check_full_rows
 
     checks = DeferredChecks()
     sums, minima = torch.tensor([1.0, total]), torch.tensor([0.1, least])

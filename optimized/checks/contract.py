@@ -1,11 +1,10 @@
 """Input checks for the optimized entry points: a clear error, never silently wrong output.
 
-Argument checks (types, dtypes, shapes, devices, the Philox words: see
-:mod:`specproof.optimized.arguments`) run on every call. With ``validate=True`` the checks here
-read tensor contents at O(B * n) cost (lengths, token ids at verified positions, distinct
-request ids, temperatures: :mod:`specproof.optimized.content_checks`); the row contents of chain
-verification are checked by :mod:`specproof.optimized.row_checks`, those of trees and draft
-sampling by :func:`~specproof.optimized.content_checks.defer_rows`.
+Argument checks (types, dtypes, shapes, devices, the Philox words: see :mod:`.arguments`) run
+on every call. With ``validate=True`` the checks read tensor contents at O(B * n) cost (lengths,
+token ids at verified positions, distinct request ids, temperatures: :mod:`.content`); the row
+contents of chain verification are checked by :mod:`.row_contents`, those of trees and draft
+sampling by :func:`~.content.defer_rows`.
 With ``validate=False`` the caller guarantees what these checks prove: lengths in 0..n; token
 ids in 0..V-1 at every verified position; request ids distinct and in [0, 2^32); temperatures
 finite and >= 0; logits never NaN or +inf (-inf allowed) with a finite entry per row;

@@ -1,5 +1,5 @@
 """Checks of tensor contents (ids, temperatures, lengths, tokens, rows), recorded in a
-:class:`~specproof.optimized.deferred_checks.DeferredChecks` so that a call reads them back in
+:class:`~specproof.optimized.checks.recorded.DeferredChecks` so that a call reads them back in
 one host synchronisation. The messages name the argument, what was expected and what came.
 """
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import torch
 
-from .deferred_checks import DeferredChecks, first_index
-from .row_checks import improper_rows
-from .validation import WORD_LIMIT, duplicate_ids, sum_tolerance
+from .contract import WORD_LIMIT, duplicate_ids, sum_tolerance
+from .recorded import DeferredChecks, first_index
+from .row_contents import improper_rows
 
 
 def defer_request_ids(checks: DeferredChecks, requests: torch.Tensor) -> None:
@@ -106,9 +106,9 @@ def check_chain_inputs(
     """Every documented precondition of chain verification but the row contents, with one
     host synchronisation. ``given`` says which of (num_draft_tokens, request_ids, temperature)
     the caller passed: the contents of values the entry point made itself are not re-checked.
-    Row contents are checked by :mod:`specproof.optimized.row_checks` on the values
+    Row contents are checked by :mod:`specproof.optimized.checks.row_contents` on the values
     verification computes. Shapes, dtypes and devices are the caller's to check first
-    (:func:`~specproof.optimized.validation.check_chain_shapes`)."""
+    (:func:`~specproof.optimized.checks.contract.check_chain_shapes`)."""
     positions, vocab = target.shape[1], target.shape[2]
     n = positions - 1
     lengths_given, requests_given, temperature_given = given

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import torch
 
-from .validation import INT_DTYPES, WORD_LIMIT, fail
+from .contract import INT_DTYPES, WORD_LIMIT, fail
 
 SEED_LIMIT = 1 << 64
 
@@ -119,7 +119,7 @@ def request_arguments(
     """The seed / round / offset / request-id / temperature / length contract shared by every
     entry point: types, shapes, devices and Python scalars, checked even with
     ``validate=False`` (no device work). Tensor contents (ranges, distinct ids) are checked by
-    the entry points (:mod:`specproof.optimized.content_checks`)."""
+    the entry points (:mod:`specproof.optimized.checks.content`)."""
     seed, round, offset = check_seed_words(seed, round, offset)
     scalar = isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
     if scalar and not (math.isfinite(temperature) and temperature >= 0):  # type: ignore[arg-type,operator]
