@@ -25,7 +25,7 @@ from optimized_support import (
     emitted,
     reference_chain,
 )
-from specproof.optimized import InvalidInputError, chain_verify
+from specproof.optimized import InvalidInputError, chain_verify, tree_verify
 from specproof.optimized.compat import rejection_sample
 
 VOCAB = 100
@@ -231,3 +231,27 @@ def test_placeholder_probabilities_are_exact_fractions() -> None:
         p, q, t = never_accepted_position(rng, 8)
         assert p[t] == 0 < q[t]
         assert sum(as_fractions(p)) == sum(as_fractions(q)) == Fraction(1)
+
+
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("bad_id", [-1, VOCAB])
+def test_tree_candidate_outside_vocabulary_is_never_accepted(backend: str, bad_id: int) -> None:
+    """Regression: a tree candidate outside 0..V-1 has no target mass and is never read. Both
+    requests: root -> node 1 (the bad id in request 1) or node 2 (token 5) -> node 3 (token 9).
+    The memory at index -1 of request 1's root row (request 0's last entry) and at index V (the
+    next row's first entry) holds 1.0, so a read there would accept the bad candidate."""
+    rows = [one_hot(5), one_hot(0), one_hot(9), one_hot(VOCAB - 1)]
+    target = torch.tensor([rows, rows], device=DEVICE)
+    candidates = torch.tensor([[0, 7, 5, 9], [0, bad_id, 5, 9]], device=DEVICE)
+    first_child = torch.tensor([[1, -1, 3, -1]] * 2, device=DEVICE)
+    next_sibling = torch.tensor([[-1, 2, -1, -1]] * 2, device=DEVICE)
+    result = tree_verify(
+        target,
+        candidates,
+        first_child,
+        next_sibling,
+        seed=1,
+        backend=backend,  # type: ignore[arg-type]
+        validate=False,
+    )
+    assert result.tokens.tolist() == [[5, 9, VOCAB - 1, -1]] * 2
