@@ -117,7 +117,8 @@ def _independent_acceptances(
     batch, n = tokens.shape
     if n == 0:
         return torch.zeros(batch, dtype=torch.int64, device=target.device)
-    index = tokens.to(torch.int64)[..., None]
+    inside = (tokens >= 0) & (tokens < target.shape[-1])  # outside: never read nor accepted
+    index = torch.where(inside, tokens, 0).to(torch.int64)[..., None]
     p = target[:, :n].gather(2, index)[..., 0].to(torch.float64)
     q = draft.gather(2, index)[..., 0].to(torch.float64)
     positions = torch.arange(1, n + 1, device=target.device)[None, :]
@@ -128,7 +129,7 @@ def _independent_acceptances(
         u = address_uniforms_triton(seed, ACCEPT, positions, requests, 0, offset).view(batch, n)
     else:
         u = address_uniforms(seed, ACCEPT, positions, requests, 0, offset)
-    return (u.to(torch.float64) * q < p).sum(dim=1)
+    return ((u.to(torch.float64) * q < p) & inside).sum(dim=1)
 
 
 def rejection_sample(
@@ -223,6 +224,7 @@ def rejection_sample(
         seed=_fresh_seed(None) if seed is None else seed,
         round=round,
         validate=validate,
+        placeholder_drafts=True,
     )
     out = result.tokens
     finished = result.num_accepted == lengths

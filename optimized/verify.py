@@ -37,6 +37,7 @@ def chain_verify(
     temperature: torch.Tensor | float | None = None,
     backend: Backend = "auto",
     validate: bool = True,
+    placeholder_drafts: bool = False,
 ) -> ChainResult:
     """Verify a batch of drafted chains (chain speculative sampling).
 
@@ -44,6 +45,10 @@ def chain_verify(
     ``*_is_logits`` (read at ``temperature`` through a per-row log-sum-exp). ``draft=None`` means
     deterministic drafts (n-gram): q is one-hot at the drafted token. Request b verifies its
     first ``num_draft_tokens[b]`` drafts (all n by default). Rows with temperature 0 are greedy.
+    A draft id outside 0..V-1 is never read and never accepted: the request is rejected at that
+    position (the final token drawn as at any rejection there, from norm(max(0, p_k - q_k)),
+    with n-gram drafts from p_k). ``validate=True`` refuses such ids, except -1 with
+    ``placeholder_drafts=True`` (vLLM pads drafts with -1).
 
     Position k (1-based) is accepted when u < p_k(x_k) / q_k(x_k), u the Philox uniform of
     (round, request_ids[b], "accept", k); at the first rejection the token is the inverse CDF of
@@ -93,6 +98,7 @@ def chain_verify(
             round=round,
             offset=offset,
             validate=validate,
+            placeholder_drafts=placeholder_drafts,
         )
         if flags is not None:
             # The kernel checked what it read; duplicate ids span requests. One host sync.
@@ -109,6 +115,7 @@ def chain_verify(
                     flags,
                     target_logits=target_is_logits,
                     draft_logits=draft_is_logits,
+                    placeholder_drafts=placeholder_drafts,
                 )
         return ChainResult(tokens, accepted)
     if validate:
@@ -122,6 +129,7 @@ def chain_verify(
             target_logits=target_is_logits,
             draft_logits=draft_is_logits,
             given=given,
+            placeholder_drafts=placeholder_drafts,
         )
     from .torch_backend.chain_verify import chain_verify_torch
 
@@ -158,12 +166,14 @@ def explain_refusal(
     *,
     target_logits: bool,
     draft_logits: bool,
+    placeholder_drafts: bool = False,
 ) -> None:
     """The kernel flagged a contract violation: run the detailed checks, which raise with the
     argument and the place; raise a general error if they find nothing."""
     check_chain_inputs(
         target, draft, draft_tokens, lengths, requests, temperatures,
         target_logits=target_logits, draft_logits=draft_logits,
+        placeholder_drafts=placeholder_drafts,
     )  # fmt: skip
     check_rows_read(
         target, draft, draft_tokens, lengths, temperatures, accepted,

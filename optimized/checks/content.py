@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .contract import WORD_LIMIT, duplicate_ids, sum_tolerance
+from .contract import PLACEHOLDER_DRAFT, WORD_LIMIT, duplicate_ids, sum_tolerance
 from .recorded import DeferredChecks, first_index
 from .row_contents import improper_rows
 
@@ -102,10 +102,12 @@ def check_chain_inputs(
     target_logits: bool,
     draft_logits: bool,
     given: tuple[bool, bool, bool] = (True, True, True),
+    placeholder_drafts: bool = False,
 ) -> None:
     """Every documented precondition of chain verification but the row contents, with one
     host synchronisation. ``given`` says which of (num_draft_tokens, request_ids, temperature)
     the caller passed: the contents of values the entry point made itself are not re-checked.
+    With ``placeholder_drafts`` a draft id of -1 is allowed (a rejection at its position).
     Row contents are checked by :mod:`specproof.optimized.checks.row_contents` on the values
     verification computes. Shapes, dtypes and devices are the caller's to check first
     (:func:`~specproof.optimized.checks.contract.check_chain_shapes`)."""
@@ -132,5 +134,8 @@ def check_chain_inputs(
             f"is outside 0..{vocab - 1}"
         )
 
-    checks.add(verified & ((draft_tokens < 0) | (draft_tokens >= vocab)), token_message)
+    outside = (draft_tokens < 0) | (draft_tokens >= vocab)
+    if placeholder_drafts:
+        outside &= draft_tokens != PLACEHOLDER_DRAFT
+    checks.add(verified & outside, token_message)
     checks.raise_if_any()

@@ -191,16 +191,19 @@ def check_rows_read(
     reached &= verified
     greedy = temperature == 0
     sampled = verified & ~greedy[:, None]
-    tokens = torch.where(verified, draft_tokens, 0).to(torch.int64)
+    # An out-of-range draft (a placeholder) is never read: its position is rejected unread.
+    read = verified & (draft_tokens >= 0) & (draft_tokens < target.shape[-1])
+    sampled &= read
+    tokens = torch.where(read, draft_tokens, 0).to(torch.int64)
     p_x = target[:, :n].gather(2, tokens[..., None])[..., 0].to(torch.float32)
-    check_gathered(checks, "target", p_x, verified, is_logits=target_logits, dtype=target.dtype)
+    check_gathered(checks, "target", p_x, read, is_logits=target_logits, dtype=target.dtype)
     if draft is not None:
         q_x = draft.gather(2, tokens[..., None])[..., 0].to(torch.float32)
         check_gathered(
             checks,
             "draft",
             q_x,
-            verified,
+            read,
             is_logits=draft_logits,
             dtype=draft.dtype,
             sampled=sampled,

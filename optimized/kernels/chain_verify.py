@@ -78,6 +78,7 @@ def _chain_verify_kernel(
     BLOCK: tl.constexpr,
     VALIDATE: tl.constexpr,
     PROBABILITIES_ONLY: tl.constexpr,
+    PLACEHOLDER_OK: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     wide_length = tl.load(lengths_ptr + b).to(tl.int64)
@@ -102,13 +103,17 @@ def _chain_verify_kernel(
             token = tl.load(tokens_ptr + b * tokens_stride_b + j.to(tl.int64) * tokens_stride_k)
             token = token.to(tl.int64)
             outside = (token < 0) | (token >= V)
-            bad = bad | outside
+            refused = outside
+            if PLACEHOLDER_OK:  # vLLM's -1 is a rejection at its position, not an error
+                refused = outside & (token != -1)
+            bad = bad | refused
             safe = tl.where(outside, 0, token)
             p_x = tl.load(target_row0 + j.to(tl.int64) * target_stride_k + safe).to(tl.float32)
-            bad = bad | _entry_bad(p_x, tolerance_p, TARGET_LOGITS, never)
+            bad = bad | (_entry_bad(p_x, tolerance_p, TARGET_LOGITS, never) & ~outside)
             if Q_MODE != 2:
                 q_x = tl.load(draft_row0 + j.to(tl.int64) * draft_stride_k + safe)
-                bad = bad | _entry_bad(q_x.to(tl.float32), tolerance_q, Q_MODE == 1, sampled)
+                q_bad = _entry_bad(q_x.to(tl.float32), tolerance_q, Q_MODE == 1, sampled)
+                bad = bad | (q_bad & ~outside)
             j += 1
         length = tl.where(bad, 0, length)
     greedy = temperature == 0.0
@@ -123,6 +128,9 @@ def _chain_verify_kernel(
     while (k < length) & (rejected == 0):
         token_at = tokens_ptr + b * tokens_stride_b + k.to(tl.int64) * tokens_stride_k
         token = tl.load(token_at).to(tl.int64)
+        # A draft outside the vocabulary (vLLM's -1 placeholder) is rejected, read at token 0.
+        outside = (token < 0) | (token >= V)
+        safe = tl.where(outside, 0, token)
         p_row = target_row0 + k.to(tl.int64) * target_stride_k
         q_row = draft_row0 + k.to(tl.int64) * draft_stride_k
         if greedy:
@@ -136,14 +144,14 @@ def _chain_verify_kernel(
             if Q_MODE == 1:
                 max_q, lse_q = row_lse(q_row, V, temperature, BLOCK)
                 bad = bad | _lse_bad(max_q, lse_q)
-            p_x = load_prob(p_row, token, TARGET_LOGITS, temperature, max_p, lse_p)
+            p_x = load_prob(p_row, safe, TARGET_LOGITS, temperature, max_p, lse_p)
             if Q_MODE == 2:
                 q_x = tl.full((), 1.0, tl.float32)
             else:
-                q_x = load_prob(q_row, token, Q_MODE == 1, temperature, max_q, lse_q)
+                q_x = load_prob(q_row, safe, Q_MODE == 1, temperature, max_q, lse_q)
             u = address_uniform(seed, ACCEPT, k + 1, request, round, offset)
             # u * q < p in float64 is exact for float32 operands: the test is u < p / q.
-            keep = u.to(tl.float64) * q_x.to(tl.float64) < p_x.to(tl.float64)
+            keep = (u.to(tl.float64) * q_x.to(tl.float64) < p_x.to(tl.float64)) & ~outside
         if keep:
             tl.store(out_ptr + b * out_stride_b + k, token)
             k += 1
@@ -255,6 +263,7 @@ def chain_verify_triton(
     round: int,
     offset: int,
     validate: bool = False,
+    placeholder_drafts: bool = False,
     block: int | None = None,
     num_warps: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -264,8 +273,9 @@ def chain_verify_triton(
     ranges, drafted tokens, the entries and rows of
     :mod:`specproof.optimized.checks.row_contents`) and returns one int8 flag per request, 1
     where a check failed; a flagged request reads nothing at its drafted tokens and its tokens
-    are meaningless. ``block`` (vocabulary tile) and
-    ``num_warps`` override the defaults, for tuning runs.
+    are meaningless. A draft id outside 0..V-1 is never read and never accepted (a rejection at
+    its position), validated or not; ``placeholder_drafts`` keeps -1 from being flagged.
+    ``block`` (vocabulary tile) and ``num_warps`` override the defaults, for tuning runs.
 
     Returns (tokens [B, n + 1] int64 with -1 after the last emitted token, accepted [B] int64,
     flags [B] int8 or None).
@@ -315,6 +325,7 @@ def chain_verify_triton(
         BLOCK=block or tile,
         VALIDATE=validate,
         PROBABILITIES_ONLY=not (target_logits or draft_logits),
+        PLACEHOLDER_OK=placeholder_drafts,
         num_warps=num_warps or warps,
     )
     return out, accepted, flags

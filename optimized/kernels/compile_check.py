@@ -73,6 +73,7 @@ def chain_variants() -> Iterator[Variant]:
             "BLOCK": 8192,
             "VALIDATE": validate,
             "PROBABILITIES_ONLY": not target_logits and q_mode != 1,
+            "PLACEHOLDER_OK": index == 1,
         }
         yield Variant(
             "chain_verify",
@@ -80,7 +81,7 @@ def chain_variants() -> Iterator[Variant]:
             constants,
             f"target {rows}{' logits' if target_logits else ''}, q mode {q_mode}, "
             f"draft {draft_rows}, tokens {tokens}, strides {strides}"
-            f"{', validated' if validate else ''}",
+            f"{', validated' if validate else ''}{', placeholders' if index == 1 else ''}",
         )
 
 

@@ -100,14 +100,17 @@ def draw_residual(
     u: torch.Tensor,
     fetch_p: Callable[[torch.Tensor], torch.Tensor],
 ) -> torch.Tensor:
-    """Tokens from norm(max(0, p - q)) per row (q one-hot at ``draft_token`` when None); from
-    p itself where that has no mass (p == q up to rounding), with the same uniform.
+    """Tokens from norm(max(0, p - q)) per row (q one-hot at ``draft_token`` when None, and
+    zero for a draft outside the vocabulary); from p itself where that has no mass (p == q up
+    to rounding), with the same uniform.
 
     ``p`` is overwritten by the residual; ``fetch_p(rows)`` reads the p rows again for the
     rare empty residuals."""
     if q is None:
-        picked = p.gather(1, draft_token[:, None])
-        p.scatter_(1, draft_token[:, None], (picked - 1).clamp_(min=0))
+        inside = (draft_token >= 0) & (draft_token < p.shape[1])
+        column = torch.where(inside, draft_token, 0)[:, None]
+        picked = p.gather(1, column)
+        p.scatter_(1, column, torch.where(inside[:, None], (picked - 1).clamp_(min=0), picked))
         token, total = sample_tiled(p, u)
     else:
         token, total = sample_tiled(p.sub_(q).clamp_(min=0), u)
@@ -198,6 +201,10 @@ def chain_verify_torch(
     everyone = torch.arange(batch, device=device)
     verified = torch.arange(n, device=device)[None, :] < lengths[:, None]
     tokens = torch.where(verified, draft_tokens, 0).to(torch.int64)
+    # A draft outside the vocabulary (vLLM's -1 placeholder) is read at token 0 and rejected.
+    inside = (tokens >= 0) & (tokens < target.shape[-1])
+    read = verified & inside
+    safe_tokens = torch.where(inside, tokens, 0)
     greedy = temperature == 0
     sampled = ~greedy
     scaled = bool(((temperature != 1) & sampled).any())
@@ -206,21 +213,20 @@ def chain_verify_torch(
     q_side = None if draft is None else Rows("draft", draft, draft_logits, row_temperature, checks)
 
     # Entries at the drafted tokens, over every verified position: O(B * n) reads.
-    p_at = target[:, :n].gather(2, tokens[..., None])[..., 0].to(torch.float32)
-    q_at = None if draft is None else draft.gather(2, tokens[..., None])[..., 0].to(torch.float32)
+    index = safe_tokens[..., None]
+    p_at = target[:, :n].gather(2, index)[..., 0].to(torch.float32)
+    q_at = None if draft is None else draft.gather(2, index)[..., 0].to(torch.float32)
     if checks is not None:
-        check_gathered(
-            checks, "target", p_at, verified, is_logits=target_logits, dtype=target.dtype
-        )
+        check_gathered(checks, "target", p_at, read, is_logits=target_logits, dtype=target.dtype)
         if draft is not None and q_at is not None:
             check_gathered(
                 checks,
                 "draft",
                 q_at,
-                verified,
+                read,
                 is_logits=draft_logits,
                 dtype=draft.dtype,
-                sampled=verified & sampled[:, None],
+                sampled=read & sampled[:, None],
             )
     u_accept, u_residual, u_bonus = round_uniforms(seed, n, requests, round, offset)
     final = torch.full((batch,), -1, dtype=torch.int64, device=device)
@@ -231,7 +237,7 @@ def chain_verify_torch(
         # u < p / q as u * q < p in float64: exact for float32 operands.
         q_values = torch.ones_like(p_at) if q_at is None else q_at
         keep = u_accept.double() * q_values.double() < p_at.double()
-        run = torch.cumprod((keep & verified).to(torch.int32), dim=1)
+        run = torch.cumprod((keep & read).to(torch.int32), dim=1)
         accepted = run.sum(dim=1, dtype=torch.int64)
         rejected = accepted < lengths
         rejected_rows = rejected.nonzero().squeeze(1)
@@ -266,11 +272,12 @@ def chain_verify_torch(
             if rows.numel():
                 position = rows * 0 + k
                 x = tokens[rows, k]
+                x_read = safe_tokens[rows, k]
                 p: torch.Tensor | None = None
                 q: torch.Tensor | None = None
                 if target_logits:
                     p = p_side.probabilities(rows, position, requests[rows], "p")
-                    p_x = p.gather(1, x[:, None])[:, 0]
+                    p_x = p.gather(1, x_read[:, None])[:, 0]
                     p_side.check_softmax(p_x, rows, k)
                 else:
                     p_x = p_at[rows, k]
@@ -278,11 +285,12 @@ def chain_verify_torch(
                     q_x = torch.ones_like(p_x)
                 elif draft_logits:
                     q = q_side.probabilities(rows, position, requests[rows], "q")
-                    q_x = q.gather(1, x[:, None])[:, 0]
+                    q_x = q.gather(1, x_read[:, None])[:, 0]
                     q_side.check_softmax(q_x, rows, k)
                 else:
                     q_x = q_at[rows, k]
                 decided = u_accept[rows, k].double() * q_x.double() < p_x.double()
+                decided &= inside[rows, k]
                 keep[~is_greedy] = decided
                 lost = (~decided).nonzero().squeeze(1)
                 if lost.numel():

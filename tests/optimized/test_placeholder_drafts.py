@@ -103,9 +103,7 @@ def test_declared_placeholder_passes_validation(backend: str, with_draft: bool) 
         )
 
 
-def never_accepted_position(
-    rng: random.Random, vocab: int
-) -> tuple[list[int], list[int], int]:
+def never_accepted_position(rng: random.Random, vocab: int) -> tuple[list[int], list[int], int]:
     """(p, q, t) with p(t) = 0 < q(t): a draft of t at this position is rejected for every
     uniform, and its residual is norm(max(0, p - q)), what a placeholder there must give."""
     t = rng.randrange(vocab)
@@ -255,3 +253,18 @@ def test_tree_candidate_outside_vocabulary_is_never_accepted(backend: str, bad_i
         validate=False,
     )
     assert result.tokens.tolist() == [[5, 9, VOCAB - 1, -1]] * 2
+
+
+def test_flashinfer_unvalidated_placeholder_is_rejected() -> None:
+    """FlashInfer's layout, validate=False: the -1 draft is rejected unread and is not counted
+    by the accepted_num alignment metric either (validate=True refuses it)."""
+    from specproof.optimized.compat import chain_speculative_sampling
+
+    target, draft, tokens = placeholder_case(-1)
+    out, accepted, emitted_num = chain_speculative_sampling(
+        draft, tokens.to(torch.int32), target, seed=2, validate=False
+    )
+    assert out.tolist() == [[1, 99, 7, -1]]
+    assert accepted.tolist() == [2] and emitted_num.tolist() == [2]
+    with pytest.raises(InvalidInputError, match="outside"):
+        chain_speculative_sampling(draft, tokens.to(torch.int32), target, seed=2)
