@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from .checks.arguments import as_integer
+from .checks.arguments import as_integer, row_words
 from .checks.contract import InvalidInputError, check_float, check_int, check_same_device
 from .torch_backend.rows import workspace
 from .verify import chain_verify
@@ -43,8 +43,8 @@ def chain_speculative_sampling(
     maybe_output_emitted_draft_token_num: torch.Tensor | None = None,
     deterministic: bool = True,
     generator: torch.Generator | None = None,
-    seed: int | None = None,
-    offset: int | None = None,
+    seed: int | torch.Tensor | None = None,
+    offset: int | torch.Tensor | None = None,
     *,
     validate: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -57,10 +57,19 @@ def chain_speculative_sampling(
     ``emitted_num`` counts the accepted drafts (the residual or bonus token excluded). When the
     counter tensors are given, the counts are added to them in place and they are returned.
 
+    ``seed`` and ``offset`` are integers or, as in FlashInfer, int64 / uint64 tensors of length
+    1 or B (read on the device: no host synchronisation, so the call can be captured in a CUDA
+    graph). Row b draws at Philox key ``seed[b]`` (all 64 bits) with counter words
+    (4 * index + phase, b, 0, ``offset[b]``); a length-1 tensor is the integer's stream, and
+    the reference replays row b with ``PhiloxSource(seed[b], offset[b])``. An offset must lie
+    in [0, 2^32) (refused otherwise when validating).
+
     Divergences from FlashInfer: ``deterministic`` is accepted and ignored (the call is always
     deterministic for a seed); with ``seed=None`` a fresh 62-bit seed is drawn from
     ``generator`` (or torch's default generator) instead of advancing a Philox offset;
-    ``offset`` is the fourth Philox counter word (default 0). Rows are validated (sums within
+    ``offset`` is the fourth Philox counter word (default 0), not a position in a curand
+    sequence. A draft id outside 0..V-1 is refused when validating; with ``validate=False`` it
+    is rejected unread (FlashInfer reads it). Rows are validated (sums within
     :func:`~specproof.optimized.checks.contract.sum_tolerance`) unless ``validate=False``.
     """
     del deterministic
@@ -109,7 +118,12 @@ def check_counter(
 
 
 def _independent_acceptances(
-    target: torch.Tensor, draft: torch.Tensor, tokens: torch.Tensor, *, seed: int, offset: int
+    target: torch.Tensor,
+    draft: torch.Tensor,
+    tokens: torch.Tensor,
+    *,
+    seed: int | torch.Tensor,
+    offset: int | torch.Tensor,
 ) -> torch.Tensor:
     """Per request, how many positions pass u_k * q_k(x_k) < p_k(x_k) (scalar gathers only)."""
     from .philox import ACCEPT, address_uniforms
@@ -123,7 +137,10 @@ def _independent_acceptances(
     q = draft.gather(2, index)[..., 0].to(torch.float64)
     positions = torch.arange(1, n + 1, device=target.device)[None, :]
     requests = torch.arange(batch, device=target.device)[:, None]
-    if target.is_cuda:  # the Triton kernel: one launch where the torch form takes dozens
+    if isinstance(seed, torch.Tensor) or isinstance(offset, torch.Tensor):
+        keys, offsets = row_words(seed, offset, batch, target.device)
+        u = address_uniforms(keys[:, None], ACCEPT, positions, requests, 0, offsets[:, None])
+    elif target.is_cuda:  # the Triton kernel: one launch where the torch form takes dozens
         from .kernels.philox import address_uniforms_triton
 
         u = address_uniforms_triton(seed, ACCEPT, positions, requests, 0, offset).view(batch, n)

@@ -71,6 +71,10 @@ def _chain_verify_kernel(
     seed,
     round,
     offset,
+    seeds_ptr,
+    offsets_ptr,
+    seeds_stride,
+    offsets_stride,
     tolerance_p,
     tolerance_q,
     TARGET_LOGITS: tl.constexpr,
@@ -79,18 +83,24 @@ def _chain_verify_kernel(
     VALIDATE: tl.constexpr,
     PROBABILITIES_ONLY: tl.constexpr,
     PLACEHOLDER_OK: tl.constexpr,
+    ROW_STREAMS: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     wide_length = tl.load(lengths_ptr + b).to(tl.int64)
     length = wide_length.to(tl.int32)
     request = tl.load(requests_ptr + b).to(tl.int64)
     temperature = tl.load(temperature_ptr + b).to(tl.float32)
+    if ROW_STREAMS:  # one Philox key and offset per request
+        seed = tl.load(seeds_ptr + b * seeds_stride).to(tl.int64)
+        offset = tl.load(offsets_ptr + b * offsets_stride).to(tl.int64)
     target_row0 = target_ptr + b * target_stride_b
     draft_row0 = draft_ptr + b * draft_stride_b
     bad = tl.full((), 0, tl.int1)
     if VALIDATE:
         # Arguments first; a request that breaks them reads nothing at its drafted tokens.
         bad = (wide_length < 0) | (wide_length > n_max) | (request < 0) | (request >= 1 << 32)
+        if ROW_STREAMS:
+            bad = bad | (offset < 0) | (offset >= 1 << 32)
         bad = bad | (temperature != temperature) | (temperature < 0.0)
         bad = bad | (temperature == float("inf"))
         if PROBABILITIES_ONLY:  # a temperature of 0 or 1 only
@@ -259,9 +269,9 @@ def chain_verify_triton(
     *,
     target_logits: bool,
     draft_logits: bool,
-    seed: int,
+    seed: int | torch.Tensor,
     round: int,
-    offset: int,
+    offset: int | torch.Tensor,
     validate: bool = False,
     placeholder_drafts: bool = False,
     block: int | None = None,
@@ -275,6 +285,8 @@ def chain_verify_triton(
     where a check failed; a flagged request reads nothing at its drafted tokens and its tokens
     are meaningless. A draft id outside 0..V-1 is never read and never accepted (a rejection at
     its position), validated or not; ``placeholder_drafts`` keeps -1 from being flagged.
+    ``seed`` and ``offset`` are call-wide integers, or [B] int64 tensors (one key and one offset
+    per request, read by the kernel; any strides).
     ``block`` (vocabulary tile) and ``num_warps`` override the defaults, for tuning runs.
 
     Returns (tokens [B, n + 1] int64 with -1 after the last emitted token, accepted [B] int64,
@@ -296,6 +308,14 @@ def chain_verify_triton(
     if tokens.shape[1] == 0:
         tokens = torch.zeros((batch, 1), dtype=torch.int64, device=device)
     tile, warps = launch_config(vocab, device)
+    row_streams = isinstance(seed, torch.Tensor) or isinstance(offset, torch.Tensor)
+    if row_streams:
+        seeds = torch.as_tensor(seed, dtype=torch.int64, device=device).expand(batch)
+        offsets = torch.as_tensor(offset, dtype=torch.int64, device=device).expand(batch)
+        seed_word, offset_word = 0, 0
+    else:
+        seeds = offsets = lengths  # unread
+        seed_word, offset_word = int(seed), int(offset)
     _chain_verify_kernel[(batch,)](
         target,
         draft_arg,
@@ -315,9 +335,13 @@ def chain_verify_triton(
         tokens.stride(0),
         tokens.stride(1),
         out.stride(0),
-        seed,
+        seed_word,
         round,
-        offset,
+        offset_word,
+        seeds,
+        offsets,
+        seeds.stride(0),
+        offsets.stride(0),
         sum_tolerance(target.dtype),
         sum_tolerance(draft_arg.dtype),
         TARGET_LOGITS=target_logits,
@@ -326,6 +350,7 @@ def chain_verify_triton(
         VALIDATE=validate,
         PROBABILITIES_ONLY=not (target_logits or draft_logits),
         PLACEHOLDER_OK=placeholder_drafts,
+        ROW_STREAMS=row_streams,
         num_warps=num_warps or warps,
     )
     return out, accepted, flags

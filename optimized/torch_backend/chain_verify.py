@@ -121,16 +121,26 @@ def draw_residual(
 
 
 def round_uniforms(
-    seed: int, n: int, requests: torch.Tensor, round: int, offset: int
+    seed: int | torch.Tensor,
+    n: int,
+    requests: torch.Tensor,
+    round: int,
+    offset: int | torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Every uniform a request can use in the round, from one Philox call: acceptance and
     residual at positions 1..n ([B, n] each), bonus at 1..n + 1 ([B, n + 1]). The addresses and
     the float32 conversion are those of :func:`~specproof.optimized.philox.address_uniforms`
-    (one call instead of one per phase and position: each is ~100 small tensor ops)."""
+    (one call instead of one per phase and position: each is ~100 small tensor ops).
+    ``seed`` and ``offset`` are call-wide integers or [B] int64 tensors (one per request)."""
     index = torch.arange(1, n + 2, device=requests.device)
     slots = torch.cat([index[:n] * 4 + ACCEPT, index[:n] * 4 + RESIDUAL, index * 4 + BONUS])
     round_t = torch.tensor(round, dtype=torch.int64, device=requests.device)
-    offset_t = torch.tensor(offset, dtype=torch.int64, device=requests.device)
+    if isinstance(seed, torch.Tensor):
+        seed = seed[:, None]
+    if isinstance(offset, torch.Tensor):
+        offset_t = offset[:, None]
+    else:
+        offset_t = torch.tensor(offset, dtype=torch.int64, device=requests.device)
     word = philox4x32(seed, slots[None, :], requests[:, None], round_t, offset_t)[0]
     u = (word >> (32 - UNIFORM_BITS)).to(torch.float32) * (2.0**-UNIFORM_BITS)
     return u[:, :n], u[:, n : 2 * n], u[:, 2 * n :]
@@ -182,9 +192,9 @@ def chain_verify_torch(
     *,
     target_logits: bool,
     draft_logits: bool,
-    seed: int,
+    seed: int | torch.Tensor,
     round: int,
-    offset: int,
+    offset: int | torch.Tensor,
     checks: DeferredChecks | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Same contract as :func:`~specproof.optimized.kernels.chain_verify.chain_verify_triton`;
