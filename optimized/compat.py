@@ -7,10 +7,12 @@ Divergences, everywhere:
 
 - Randomness. Uniforms come from Philox at the addresses of
   :mod:`specproof.reference.philox` (key = ``seed``, counter = (slot, request, round, offset)),
-  not from the peers' generators. A uniform lies in [0, 1) on a 2^-24 grid; a draft is accepted
-  when u * q < p (exact in float64), the residual and bonus tokens are inverse-CDF draws (not
-  FlashInfer's two-pass sampler with its own stream, nor vLLM's exponential race). The laws
-  are the same; the tokens for a given seed differ from the peers'.
+  not from the peers' generators; per-request seeds (vLLM's generators, FlashInfer's seed and
+  offset tensors) select per-request keys and words, documented at each function. A uniform
+  lies in [0, 1) on a 2^-24 grid; a draft is accepted when u * q < p (exact in float64), the
+  residual and bonus tokens are inverse-CDF draws (not FlashInfer's two-pass sampler with its
+  own stream, nor vLLM's exponential race). The laws are the same; the tokens for a given seed
+  differ from the peers'.
 - Inputs are validated (:mod:`specproof.optimized.checks.contract`) unless ``validate=False``.
 """
 
@@ -33,6 +35,62 @@ greedy here)."""
 
 def _fresh_seed(generator: torch.Generator | None) -> int:
     return int(torch.randint(0, 2**62, (1,), generator=generator).item())
+
+
+def generator_key(generator: torch.Generator) -> torch.Tensor:
+    """A seeded vLLM request's Philox key for this call: the next draw of its generator in
+    [0, 2^62), a [1] int64 tensor on the generator's device (no host synchronisation). The
+    generator advances one draw per call, as vLLM's does per verification step."""
+    return torch.randint(0, 2**62, (1,), generator=generator, device=generator.device)
+
+
+def request_generators(metadata: Any, batch: int) -> dict[int, torch.Generator]:
+    """``sampling_metadata.generators`` (absent or None: no seeded request), checked to map
+    request rows in [0, B) to ``torch.Generator`` objects."""
+    generators = getattr(metadata, "generators", None) or {}
+    if not isinstance(generators, dict):
+        raise InvalidInputError(
+            "sampling_metadata.generators must be a dict {request row: torch.Generator}, "
+            f"got {type(generators).__name__}"
+        )
+    for row, generator in generators.items():
+        if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < batch:
+            raise InvalidInputError(
+                f"sampling_metadata.generators has key {row!r}: rows are integers in [0, {batch})"
+            )
+        if not isinstance(generator, torch.Generator):
+            raise InvalidInputError(
+                f"sampling_metadata.generators[{row}] must be a torch.Generator, "
+                f"got {type(generator).__name__}"
+            )
+    return generators
+
+
+def request_streams(
+    generators: dict[int, torch.Generator],
+    counts: list[int],
+    seed: int,
+    device: torch.device,
+    *,
+    draws: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-request (Philox key, request word) for a vLLM batch with seeded requests.
+
+    Unseeded request r: key ``seed`` and word r (the stream of a call without generators).
+    Seeded request r with drafts: key :func:`generator_key` of its generator and word 0, so its
+    tokens depend only on its seed and on how many calls its generator has served, not on its
+    row or on the other requests. A seeded request without drafts draws no uniform, so its
+    generator is not advanced (as in vLLM); nor are any with ``draws`` False (all greedy)."""
+    batch = len(counts)
+    keys, _ = row_words(seed, 0, batch, device)
+    keys = keys.clone()
+    words = torch.arange(batch, dtype=torch.int64, device=device)
+    seeded = sorted(r for r in generators if counts[r] > 0) if draws else []
+    if seeded:
+        rows = torch.tensor(seeded, dtype=torch.int64, device=device)
+        keys[rows] = torch.cat([generator_key(generators[r]).to(device) for r in seeded])
+        words[rows] = 0
+    return keys, words
 
 
 def chain_speculative_sampling(
@@ -171,15 +229,25 @@ def rejection_sample(
     [B, max_spec_len + 1] filled with -1: accepted drafts, then the recovered token at the first
     rejection, or ``bonus_token_ids[r]`` when every draft was accepted. Greedy requests
     (``sampling_metadata.all_greedy``, or temperature -1 or 0) keep drafts equal to the target
-    argmax and end with the argmax at the first mismatch.
+    argmax and end with the argmax at the first mismatch. A draft id of -1 (vLLM's
+    PLACEHOLDER_TOKEN_ID) is a rejection at its position, never read: the recovered token is
+    drawn there as at any rejection (from norm(max(0, p - q)); with ``draft_probs=None`` from p,
+    nothing removed). Other ids outside 0..V-1 are refused when validating.
 
-    ``sampling_metadata`` is read duck-typed: ``all_greedy``, ``all_random``, ``temperature``.
+    ``sampling_metadata`` is read duck-typed: ``all_greedy``, ``all_random``, ``temperature``,
+    ``generators``. Seeded requests (``generators[r]``, a ``torch.Generator``) draw at their
+    own Philox key, :func:`generator_key` (the generator's next draw in [0, 2^62), taken once
+    per call for a request with drafts), with request word 0: a seeded request's tokens are a
+    function of its seed and of how many calls its generator has served, whatever its row and
+    its neighbours. Unseeded requests draw at key ``seed`` (None: one drawn from torch's
+    default generator) with request word r, the stream of a call without generators. The
+    reference replays request r with ``PhiloxSource(key)`` at request word 0 or r.
+
     Divergences from vLLM: the acceptance test is u < p / q with u in [0, 1) (vLLM: p / q >= u
-    with a float64 u), recovered tokens are inverse-CDF draws, per-request generators in
-    ``sampling_metadata.generators`` are not used (``seed`` keys the whole call; None draws one
-    from torch's default generator), the target rows are gathered into a dense [B, n + 1, V]
-    copy (the draft rows too, unless every request drafts max_spec_len tokens),
-    and the inputs are validated unless ``validate=False``.
+    with a float64 u), recovered tokens are inverse-CDF draws (so the tokens for a seed differ
+    from vLLM's), the target rows are gathered into a dense [B, n + 1, V] copy (the draft rows
+    too, unless every request drafts max_spec_len tokens), and the inputs are validated unless
+    ``validate=False``.
     """
     lengths, vocab = check_ragged_inputs(
         draft_token_ids,
@@ -232,14 +300,23 @@ def rejection_sample(
     live = positions[None, :max_spec_len] < lengths[:, None]
     tokens = torch.where(live, token_source[draft_rows], 0)
     temperature = _greedy_as_zero_temperature(sampling_metadata, batch, device)
+    generators = request_generators(sampling_metadata, batch)
+    call_seed = _fresh_seed(None) if seed is None else as_integer("seed", seed, 1 << 64)
+    keys: int | torch.Tensor = call_seed
+    words = None
+    if generators:
+        counts = [int(c) for c in num_draft_tokens]  # a host list (checked above)
+        all_greedy = bool(getattr(sampling_metadata, "all_greedy", False))
+        keys, words = request_streams(generators, counts, call_seed, device, draws=not all_greedy)
     result = chain_verify(
         target,
         draft,
         tokens,
         num_draft_tokens=lengths,
         temperature=temperature,
-        seed=_fresh_seed(None) if seed is None else seed,
+        seed=keys,
         round=round,
+        request_ids=words,
         validate=validate,
         placeholder_drafts=True,
     )
