@@ -15,6 +15,7 @@ from specproof.optimized import InvalidInputError, chain_verify
 from specproof.optimized.philox import ACCEPT, BONUS, RESIDUAL, address_uniforms
 from specproof.optimized.torch_backend.chain_verify import round_uniforms
 from specproof.optimized.torch_backend.rows import TILE, sample_tiled
+from specproof.optimized.torch_backend.rows import inverse_cdf as inverse_cdf_rows
 from specproof.reference import inverse_cdf
 
 NAN, INF = float("nan"), float("inf")
@@ -236,3 +237,17 @@ def test_one_mask_per_full_row_still_names_the_violation(
     fine = DeferredChecks()
     check_full_rows(fine, "draft", sums[:1], minima[:1], torch.float32, torch.tensor([3]))
     fine.raise_if_any()
+
+
+@pytest.mark.parametrize("vocab", [1, 10, 100, TILE])
+def test_one_tile_search_is_the_full_row_inverse_cdf(vocab) -> None:
+    """A vocabulary of at most one tile is searched at its own width (V columns, not TILE):
+    on rows whose partial sums round (softmax of normal logits, zeros included), tokens and
+    totals equal the full-row inverse CDF's bit for bit, as they did with the TILE-wide tile."""
+    generator = torch.Generator().manual_seed(vocab)
+    mass = torch.softmax(torch.randn(64, vocab, generator=generator) * 3, dim=-1)
+    mass[::3, : vocab // 2] = 0
+    u = torch.randint(0, 2**24, (64,), generator=generator).float().div(2**24)
+    token, total = sample_tiled(mass.clone(), u)
+    assert torch.equal(token, inverse_cdf_rows(mass, u))
+    assert torch.equal(total, mass.sum(dim=-1))
