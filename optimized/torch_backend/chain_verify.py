@@ -265,6 +265,8 @@ def chain_verify_torch(
                 partial(refetch, p_side, hit, position, requests),
             )
     else:
+        # u = inf rejects an outside draft for any p(0), q(0): inf * q < p fails, NaN too.
+        u_accept = torch.where(inside, u_accept, float("inf"))
         still = lengths > 0
         for k in range(n):
             alive = still.nonzero().squeeze(1)
@@ -281,13 +283,12 @@ def chain_verify_torch(
             rows = alive[~is_greedy]
             if rows.numel():
                 position = rows * 0 + k
-                x = tokens[rows, k]
-                x_read = safe_tokens[rows, k]
+                x = safe_tokens[rows, k]
                 p: torch.Tensor | None = None
                 q: torch.Tensor | None = None
                 if target_logits:
                     p = p_side.probabilities(rows, position, requests[rows], "p")
-                    p_x = p.gather(1, x_read[:, None])[:, 0]
+                    p_x = p.gather(1, x[:, None])[:, 0]
                     p_side.check_softmax(p_x, rows, k)
                 else:
                     p_x = p_at[rows, k]
@@ -295,12 +296,11 @@ def chain_verify_torch(
                     q_x = torch.ones_like(p_x)
                 elif draft_logits:
                     q = q_side.probabilities(rows, position, requests[rows], "q")
-                    q_x = q.gather(1, x_read[:, None])[:, 0]
+                    q_x = q.gather(1, x[:, None])[:, 0]
                     q_side.check_softmax(q_x, rows, k)
                 else:
                     q_x = q_at[rows, k]
                 decided = u_accept[rows, k].double() * q_x.double() < p_x.double()
-                decided &= inside[rows, k]
                 keep[~is_greedy] = decided
                 lost = (~decided).nonzero().squeeze(1)
                 if lost.numel():
@@ -318,7 +318,7 @@ def chain_verify_torch(
                     final[at_rows] = draw_residual(
                         p_lost,
                         q_lost,
-                        x[lost],
+                        tokens[at_rows, k],  # as drafted: an outside id removes nothing
                         u,
                         partial(refetch, p_side, at_rows, at_position, requests),
                     )
