@@ -34,7 +34,8 @@ greedy here)."""
 
 
 def _fresh_seed(generator: torch.Generator | None) -> int:
-    return int(torch.randint(0, 2**62, (1,), generator=generator).item())
+    device = None if generator is None else generator.device  # a CUDA generator draws there
+    return int(torch.randint(0, 2**62, (1,), generator=generator, device=device).item())
 
 
 def generator_key(generator: torch.Generator) -> torch.Tensor:
