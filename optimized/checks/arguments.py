@@ -54,7 +54,8 @@ def row_words(
     every request) or an int64 / uint64 tensor of length 1 or B on ``device``; returned as [B]
     int64 tensors. A key keeps its 64 bits (an int64 seed s < 0 is the key s + 2^64, a uint64
     one is read as the same bits); the values are not read here (no host synchronisation), so
-    an offset outside [0, 2^32) is refused by the call's content checks."""
+    an offset outside [0, 2^32) is refused by the call's content checks (without them, its low
+    32 bits are used, by both backends)."""
     words = []
     for name, value, limit in (("seed", seed, SEED_LIMIT), ("offset", offset, WORD_LIMIT)):
         if not isinstance(value, torch.Tensor):
