@@ -3,9 +3,9 @@ torch backend that share one counter-based (Philox) random stream with the refer
 
 from . import schedulers
 from .backend import Backend
+from .checks.contract import InvalidInputError
 from .sampling import sample_draft_tokens
 from .tree import TreeResult, tree_verify
-from .validation import InvalidInputError
 from .verify import ChainResult, chain_verify
 
 __all__ = [

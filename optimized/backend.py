@@ -7,7 +7,7 @@ from typing import Literal
 
 import torch
 
-from .validation import InvalidInputError
+from .checks.contract import InvalidInputError
 
 Backend = Literal["auto", "torch", "triton"]
 

@@ -7,11 +7,13 @@ Divergences, everywhere:
 
 - Randomness. Uniforms come from Philox at the addresses of
   :mod:`specproof.reference.philox` (key = ``seed``, counter = (slot, request, round, offset)),
-  not from the peers' generators. A uniform lies in [0, 1) on a 2^-24 grid; a draft is accepted
-  when u * q < p (exact in float64), the residual and bonus tokens are inverse-CDF draws (not
-  FlashInfer's two-pass sampler with its own stream, nor vLLM's exponential race). The laws
-  are the same; the tokens for a given seed differ from the peers'.
-- Inputs are validated (:mod:`specproof.optimized.validation`) unless ``validate=False``.
+  not from the peers' generators; per-request seeds (vLLM's generators, FlashInfer's seed and
+  offset tensors) select per-request keys and words, documented at each function. A uniform
+  lies in [0, 1) on a 2^-24 grid; a draft is accepted when u * q < p (exact in float64), the
+  residual and bonus tokens are inverse-CDF draws (not FlashInfer's two-pass sampler with its
+  own stream, nor vLLM's exponential race). The laws are the same; the tokens for a given seed
+  differ from the peers'.
+- Inputs are validated (:mod:`specproof.optimized.checks.contract`) unless ``validate=False``.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from typing import Any
 
 import torch
 
-from .arguments import as_integer
+from .checks.arguments import as_integer, row_words
+from .checks.contract import InvalidInputError, check_float, check_int, check_same_device
 from .torch_backend.rows import workspace
-from .validation import InvalidInputError, check_float, check_int, check_same_device
 from .verify import chain_verify
 
 PLACEHOLDER_TOKEN_ID = -1
@@ -32,7 +34,64 @@ greedy here)."""
 
 
 def _fresh_seed(generator: torch.Generator | None) -> int:
-    return int(torch.randint(0, 2**62, (1,), generator=generator).item())
+    device = None if generator is None else generator.device  # a CUDA generator draws there
+    return int(torch.randint(0, 2**62, (1,), generator=generator, device=device).item())
+
+
+def generator_key(generator: torch.Generator) -> torch.Tensor:
+    """A seeded vLLM request's Philox key for this call: the next draw of its generator in
+    [0, 2^62), a [1] int64 tensor on the generator's device (no host synchronisation). The
+    generator advances one draw per call, as vLLM's does per verification step."""
+    return torch.randint(0, 2**62, (1,), generator=generator, device=generator.device)
+
+
+def request_generators(metadata: Any, batch: int) -> dict[int, torch.Generator]:
+    """``sampling_metadata.generators`` (absent or None: no seeded request), checked to map
+    request rows in [0, B) to ``torch.Generator`` objects."""
+    generators = getattr(metadata, "generators", None) or {}
+    if not isinstance(generators, dict):
+        raise InvalidInputError(
+            "sampling_metadata.generators must be a dict {request row: torch.Generator}, "
+            f"got {type(generators).__name__}"
+        )
+    for row, generator in generators.items():
+        if isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < batch:
+            raise InvalidInputError(
+                f"sampling_metadata.generators has key {row!r}: rows are integers in [0, {batch})"
+            )
+        if not isinstance(generator, torch.Generator):
+            raise InvalidInputError(
+                f"sampling_metadata.generators[{row}] must be a torch.Generator, "
+                f"got {type(generator).__name__}"
+            )
+    return generators
+
+
+def request_streams(
+    generators: dict[int, torch.Generator],
+    counts: list[int],
+    seed: int,
+    device: torch.device,
+    *,
+    draws: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-request (Philox key, request word) for a vLLM batch with seeded requests.
+
+    Unseeded request r: key ``seed`` and word r (the stream of a call without generators).
+    Seeded request r with drafts: key :func:`generator_key` of its generator and word 0, so its
+    tokens depend only on its seed and on how many calls its generator has served, not on its
+    row or on the other requests. A seeded request without drafts draws no uniform, so its
+    generator is not advanced (as in vLLM); nor are any with ``draws`` False (all greedy)."""
+    batch = len(counts)
+    keys, _ = row_words(seed, 0, batch, device)
+    keys = keys.clone()
+    words = torch.arange(batch, dtype=torch.int64, device=device)
+    seeded = sorted(r for r in generators if counts[r] > 0) if draws else []
+    if seeded:
+        rows = torch.tensor(seeded, dtype=torch.int64, device=device)
+        keys[rows] = torch.cat([generator_key(generators[r]).to(device) for r in seeded])
+        words[rows] = 0
+    return keys, words
 
 
 def chain_speculative_sampling(
@@ -43,8 +102,8 @@ def chain_speculative_sampling(
     maybe_output_emitted_draft_token_num: torch.Tensor | None = None,
     deterministic: bool = True,
     generator: torch.Generator | None = None,
-    seed: int | None = None,
-    offset: int | None = None,
+    seed: int | torch.Tensor | None = None,
+    offset: int | torch.Tensor | None = None,
     *,
     validate: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -57,11 +116,20 @@ def chain_speculative_sampling(
     ``emitted_num`` counts the accepted drafts (the residual or bonus token excluded). When the
     counter tensors are given, the counts are added to them in place and they are returned.
 
+    ``seed`` and ``offset`` are integers or, as in FlashInfer, int64 / uint64 tensors of length
+    1 or B (read on the device: no host synchronisation, so the call can be captured in a CUDA
+    graph). Row b draws at Philox key ``seed[b]`` (all 64 bits) with counter words
+    (4 * index + phase, b, 0, ``offset[b]``); a length-1 tensor is the integer's stream, and
+    the reference replays row b with ``PhiloxSource(seed[b], offset[b])``. An offset must lie
+    in [0, 2^32) (refused otherwise when validating).
+
     Divergences from FlashInfer: ``deterministic`` is accepted and ignored (the call is always
     deterministic for a seed); with ``seed=None`` a fresh 62-bit seed is drawn from
     ``generator`` (or torch's default generator) instead of advancing a Philox offset;
-    ``offset`` is the fourth Philox counter word (default 0). Rows are validated (sums within
-    :func:`~specproof.optimized.validation.sum_tolerance`) unless ``validate=False``.
+    ``offset`` is the fourth Philox counter word (default 0), not a position in a curand
+    sequence. A draft id outside 0..V-1 is refused when validating; with ``validate=False`` it
+    is rejected unread (FlashInfer reads it). Rows are validated (sums within
+    :func:`~specproof.optimized.checks.contract.sum_tolerance`) unless ``validate=False``.
     """
     del deterministic
     seed = _fresh_seed(generator) if seed is None else seed
@@ -109,7 +177,12 @@ def check_counter(
 
 
 def _independent_acceptances(
-    target: torch.Tensor, draft: torch.Tensor, tokens: torch.Tensor, *, seed: int, offset: int
+    target: torch.Tensor,
+    draft: torch.Tensor,
+    tokens: torch.Tensor,
+    *,
+    seed: int | torch.Tensor,
+    offset: int | torch.Tensor,
 ) -> torch.Tensor:
     """Per request, how many positions pass u_k * q_k(x_k) < p_k(x_k) (scalar gathers only)."""
     from .philox import ACCEPT, address_uniforms
@@ -117,18 +190,22 @@ def _independent_acceptances(
     batch, n = tokens.shape
     if n == 0:
         return torch.zeros(batch, dtype=torch.int64, device=target.device)
-    index = tokens.to(torch.int64)[..., None]
+    inside = (tokens >= 0) & (tokens < target.shape[-1])  # outside: never read nor accepted
+    index = torch.where(inside, tokens, 0).to(torch.int64)[..., None]
     p = target[:, :n].gather(2, index)[..., 0].to(torch.float64)
     q = draft.gather(2, index)[..., 0].to(torch.float64)
     positions = torch.arange(1, n + 1, device=target.device)[None, :]
     requests = torch.arange(batch, device=target.device)[:, None]
-    if target.is_cuda:  # the Triton kernel: one launch where the torch form takes dozens
+    if isinstance(seed, torch.Tensor) or isinstance(offset, torch.Tensor):
+        keys, offsets = row_words(seed, offset, batch, target.device)
+        u = address_uniforms(keys[:, None], ACCEPT, positions, requests, 0, offsets[:, None])
+    elif target.is_cuda:  # the Triton kernel: one launch where the torch form takes dozens
         from .kernels.philox import address_uniforms_triton
 
         u = address_uniforms_triton(seed, ACCEPT, positions, requests, 0, offset).view(batch, n)
     else:
         u = address_uniforms(seed, ACCEPT, positions, requests, 0, offset)
-    return (u.to(torch.float64) * q < p).sum(dim=1)
+    return ((u.to(torch.float64) * q < p) & inside).sum(dim=1)
 
 
 def rejection_sample(
@@ -153,15 +230,25 @@ def rejection_sample(
     [B, max_spec_len + 1] filled with -1: accepted drafts, then the recovered token at the first
     rejection, or ``bonus_token_ids[r]`` when every draft was accepted. Greedy requests
     (``sampling_metadata.all_greedy``, or temperature -1 or 0) keep drafts equal to the target
-    argmax and end with the argmax at the first mismatch.
+    argmax and end with the argmax at the first mismatch. A draft id of -1 (vLLM's
+    PLACEHOLDER_TOKEN_ID) is a rejection at its position, never read: the recovered token is
+    drawn there as at any rejection (from norm(max(0, p - q)); with ``draft_probs=None`` from p,
+    nothing removed). Other ids outside 0..V-1 are refused when validating.
 
-    ``sampling_metadata`` is read duck-typed: ``all_greedy``, ``all_random``, ``temperature``.
+    ``sampling_metadata`` is read duck-typed: ``all_greedy``, ``all_random``, ``temperature``,
+    ``generators``. Seeded requests (``generators[r]``, a ``torch.Generator``) draw at their
+    own Philox key, :func:`generator_key` (the generator's next draw in [0, 2^62), taken once
+    per call for a request with drafts), with request word 0: a seeded request's tokens are a
+    function of its seed and of how many calls its generator has served, whatever its row and
+    its neighbours. Unseeded requests draw at key ``seed`` (None: one drawn from torch's
+    default generator) with request word r, the stream of a call without generators. The
+    reference replays request r with ``PhiloxSource(key)`` at request word 0 or r.
+
     Divergences from vLLM: the acceptance test is u < p / q with u in [0, 1) (vLLM: p / q >= u
-    with a float64 u), recovered tokens are inverse-CDF draws, per-request generators in
-    ``sampling_metadata.generators`` are not used (``seed`` keys the whole call; None draws one
-    from torch's default generator), the target rows are gathered into a dense [B, n + 1, V]
-    copy (the draft rows too, unless every request drafts max_spec_len tokens),
-    and the inputs are validated unless ``validate=False``.
+    with a float64 u), recovered tokens are inverse-CDF draws (so the tokens for a seed differ
+    from vLLM's), the target rows are gathered into a dense [B, n + 1, V] copy (the draft rows
+    too, unless every request drafts max_spec_len tokens), and the inputs are validated unless
+    ``validate=False``.
     """
     lengths, vocab = check_ragged_inputs(
         draft_token_ids,
@@ -214,15 +301,25 @@ def rejection_sample(
     live = positions[None, :max_spec_len] < lengths[:, None]
     tokens = torch.where(live, token_source[draft_rows], 0)
     temperature = _greedy_as_zero_temperature(sampling_metadata, batch, device)
+    generators = request_generators(sampling_metadata, batch)
+    call_seed = _fresh_seed(None) if seed is None else as_integer("seed", seed, 1 << 64)
+    keys: int | torch.Tensor = call_seed
+    words = None
+    if generators:
+        counts = [int(c) for c in num_draft_tokens]  # a host list (checked above)
+        all_greedy = bool(getattr(sampling_metadata, "all_greedy", False))
+        keys, words = request_streams(generators, counts, call_seed, device, draws=not all_greedy)
     result = chain_verify(
         target,
         draft,
         tokens,
         num_draft_tokens=lengths,
         temperature=temperature,
-        seed=_fresh_seed(None) if seed is None else seed,
+        seed=keys,
         round=round,
+        request_ids=words,
         validate=validate,
+        placeholder_drafts=True,
     )
     out = result.tokens
     finished = result.num_accepted == lengths

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .arguments import as_integer, check_seed_words
 from .backend import Backend
+from .checks.arguments import as_integer, check_seed_words
+from .checks.contract import InvalidInputError
 from .sampling import sample_draft_tokens
 from .schedulers import BatchedScheduler
-from .validation import InvalidInputError
 from .verify import chain_verify
 
 TargetFn = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]

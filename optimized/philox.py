@@ -39,14 +39,16 @@ def _mul_hi_lo(constant: int, word: torch.Tensor) -> tuple[torch.Tensor, torch.T
 
 
 def philox4x32(
-    seed: int,
+    seed: int | torch.Tensor,
     c0: torch.Tensor,
     c1: torch.Tensor,
     c2: torch.Tensor,
     c3: torch.Tensor,
     n_rounds: int = N_ROUNDS,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Philox4x32 on broadcastable int64 counter tensors; returns four int64 tensors of words."""
+    """Philox4x32 on broadcastable int64 counter tensors; returns four int64 tensors of words.
+    ``seed`` is one 64-bit key, or an int64 tensor of keys (their bits) broadcast with the
+    counters."""
     k0, k1 = seed & MASK32, (seed >> 32) & MASK32
     c0, c1, c2, c3 = torch.broadcast_tensors(
         *(c.to(torch.int64) & MASK32 for c in (c0, c1, c2, c3))
@@ -61,17 +63,18 @@ def philox4x32(
 
 
 def address_uniforms(
-    seed: int,
+    seed: int | torch.Tensor,
     phase: int,
     index: torch.Tensor,
     request: torch.Tensor,
     round: int | torch.Tensor,
-    offset: int,
+    offset: int | torch.Tensor,
 ) -> torch.Tensor:
-    """float32 uniforms of the addresses (round, request, phase, index), broadcast together."""
+    """float32 uniforms of the addresses (round, request, phase, index), broadcast together
+    (with ``seed`` and ``offset`` when they are tensors)."""
     slot = index.to(torch.int64) * 4 + phase
     device = slot.device
     round_t = torch.as_tensor(round, dtype=torch.int64, device=device)
-    offset_t = torch.tensor(offset, dtype=torch.int64, device=device)
+    offset_t = torch.as_tensor(offset, dtype=torch.int64, device=device)
     word, _, _, _ = philox4x32(seed, slot, request.to(torch.int64), round_t, offset_t)
     return (word >> (32 - UNIFORM_BITS)).to(torch.float32) * (2.0**-UNIFORM_BITS)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import torch
 
-from .arguments import as_integer, request_arguments
 from .backend import Backend, resolve_backend
-from .content_checks import defer_request_ids, defer_rows, defer_temperature
-from .deferred_checks import DeferredChecks
-from .validation import InvalidInputError, check_float
+from .checks.arguments import as_integer, request_arguments
+from .checks.content import defer_request_ids, defer_rows, defer_temperature
+from .checks.contract import InvalidInputError, check_float
+from .checks.recorded import DeferredChecks
 
 
 def sample_draft_tokens(

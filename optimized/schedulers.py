@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import torch
 
-from .validation import InvalidInputError
+from .checks.contract import InvalidInputError
 
 SchedulerState = Any
 

@@ -6,12 +6,12 @@ from typing import NamedTuple
 
 import torch
 
-from .arguments import request_arguments
 from .backend import Backend, resolve_backend
-from .content_checks import defer_request_ids, defer_rows
-from .deferred_checks import DeferredChecks
-from .tree_checks import defer_tree
-from .validation import check_float, check_int, fail
+from .checks.arguments import request_arguments
+from .checks.content import defer_request_ids, defer_rows
+from .checks.contract import check_float, check_int, fail
+from .checks.recorded import DeferredChecks
+from .checks.tree_links import defer_tree
 
 
 class TreeResult(NamedTuple):

@@ -6,12 +6,12 @@ from typing import NamedTuple
 
 import torch
 
-from .arguments import request_arguments
 from .backend import Backend, resolve_backend
-from .content_checks import check_chain_inputs
-from .deferred_checks import DeferredChecks
-from .row_checks import check_rows_read
-from .validation import InvalidInputError, check_chain_shapes, duplicate_ids
+from .checks.arguments import request_arguments, row_words
+from .checks.content import check_chain_inputs
+from .checks.contract import InvalidInputError, check_chain_shapes, duplicate_ids
+from .checks.recorded import DeferredChecks
+from .checks.row_contents import check_rows_read
 
 
 class ChainResult(NamedTuple):
@@ -27,16 +27,17 @@ def chain_verify(
     draft: torch.Tensor | None,
     draft_tokens: torch.Tensor,
     *,
-    seed: int,
+    seed: int | torch.Tensor,
     num_draft_tokens: torch.Tensor | None = None,
     round: int = 0,
-    offset: int = 0,
+    offset: int | torch.Tensor = 0,
     request_ids: torch.Tensor | None = None,
     target_is_logits: bool = False,
     draft_is_logits: bool = False,
     temperature: torch.Tensor | float | None = None,
     backend: Backend = "auto",
     validate: bool = True,
+    placeholder_drafts: bool = False,
 ) -> ChainResult:
     """Verify a batch of drafted chains (chain speculative sampling).
 
@@ -44,6 +45,19 @@ def chain_verify(
     ``*_is_logits`` (read at ``temperature`` through a per-row log-sum-exp). ``draft=None`` means
     deterministic drafts (n-gram): q is one-hot at the drafted token. Request b verifies its
     first ``num_draft_tokens[b]`` drafts (all n by default). Rows with temperature 0 are greedy.
+    A draft id outside 0..V-1 is never read and never accepted: the request is rejected at that
+    position (the final token drawn as at any rejection there, from norm(max(0, p_k - q_k)),
+    with n-gram drafts from p_k). ``validate=True`` refuses such ids, except -1 with
+    ``placeholder_drafts=True`` (vLLM pads drafts with -1).
+
+    Streams: ``seed`` (the Philox key) and ``offset`` (the fourth counter word) are integers
+    shared by the batch, or int64 / uint64 tensors of length 1 or B (FlashInfer's convention,
+    read on the device, so no host synchronisation): request b then draws at key
+    ``seed[b]`` (its 64 bits) and offset ``offset[b]`` (in [0, 2^32)), counter words as
+    always, and the reference replays it with ``PhiloxSource(seed[b], offset[b])``. A length-1
+    tensor gives the stream of the same integer. With per-request keys, requests that share a
+    key, id and offset share their uniforms, as two generators with one seed do: ids are not
+    required to be distinct then.
 
     Position k (1-based) is accepted when u < p_k(x_k) / q_k(x_k), u the Philox uniform of
     (round, request_ids[b], "accept", k); at the first rejection the token is the inverse CDF of
@@ -63,18 +77,26 @@ def chain_verify(
         raise InvalidInputError(f"target must be [B, n + 1, V], got shape {tuple(target.shape)}")
     batch, positions, _ = target.shape
     device = target.device
-    seed, round, offset, lengths, requests, temperatures = request_arguments(
+    streams = isinstance(seed, torch.Tensor) or isinstance(offset, torch.Tensor)
+    shared_seed, round, shared_offset, lengths, requests, temperatures = request_arguments(
         batch,
         device,
-        seed=seed,
+        seed=0 if streams else seed,
         round=round,
-        offset=offset,
+        offset=0 if streams else offset,
         request_ids=request_ids,
         temperature=temperature,
         num_draft_tokens=num_draft_tokens,
         max_draft_tokens=positions - 1,
     )
+    keys: int | torch.Tensor = shared_seed
+    offsets: int | torch.Tensor = shared_offset
+    row_offsets = None
+    if streams:
+        keys, row_offsets = row_words(seed, offset, batch, device)
+        offsets = row_offsets
     given = (num_draft_tokens is not None, request_ids is not None, temperature is not None)
+    distinct_ids = given[1] and not streams  # ids keep streams apart only under one key
     check_chain_shapes(target, draft, draft_tokens, lengths, requests, temperatures)
     chosen = resolve_backend(backend, device)
     if chosen == "triton":
@@ -89,14 +111,15 @@ def chain_verify(
             temperatures.contiguous(),
             target_logits=target_is_logits,
             draft_logits=draft_is_logits,
-            seed=seed,
+            seed=keys,
             round=round,
-            offset=offset,
+            offset=offsets,
             validate=validate,
+            placeholder_drafts=placeholder_drafts,
         )
         if flags is not None:
             # The kernel checked what it read; duplicate ids span requests. One host sync.
-            duplicates = duplicate_ids(requests) if given[1] else flags.new_zeros(())
+            duplicates = duplicate_ids(requests) if distinct_ids else flags.new_zeros(())
             if bool(torch.cat([flags.bool(), duplicates.view(1)]).any()):
                 explain_refusal(
                     target,
@@ -109,6 +132,9 @@ def chain_verify(
                     flags,
                     target_logits=target_is_logits,
                     draft_logits=draft_is_logits,
+                    placeholder_drafts=placeholder_drafts,
+                    row_offsets=row_offsets,
+                    distinct_ids=distinct_ids,
                 )
         return ChainResult(tokens, accepted)
     if validate:
@@ -122,6 +148,9 @@ def chain_verify(
             target_logits=target_is_logits,
             draft_logits=draft_is_logits,
             given=given,
+            placeholder_drafts=placeholder_drafts,
+            row_offsets=row_offsets,
+            distinct_ids=distinct_ids,
         )
     from .torch_backend.chain_verify import chain_verify_torch
 
@@ -136,9 +165,9 @@ def chain_verify(
         temperatures.contiguous(),
         target_logits=target_is_logits,
         draft_logits=draft_is_logits,
-        seed=seed,
+        seed=keys,
         round=round,
-        offset=offset,
+        offset=offsets,
         checks=checks,
     )
     if checks is not None:
@@ -158,12 +187,16 @@ def explain_refusal(
     *,
     target_logits: bool,
     draft_logits: bool,
+    placeholder_drafts: bool = False,
+    row_offsets: torch.Tensor | None = None,
+    distinct_ids: bool = True,
 ) -> None:
     """The kernel flagged a contract violation: run the detailed checks, which raise with the
     argument and the place; raise a general error if they find nothing."""
     check_chain_inputs(
         target, draft, draft_tokens, lengths, requests, temperatures,
         target_logits=target_logits, draft_logits=draft_logits,
+        placeholder_drafts=placeholder_drafts, row_offsets=row_offsets, distinct_ids=distinct_ids,
     )  # fmt: skip
     check_rows_read(
         target, draft, draft_tokens, lengths, temperatures, accepted,

@@ -15,6 +15,10 @@ Address -> counter layout (stable; changing it changes every replayed stream)::
 and the uniform of an address is the top 24 bits of the first output word scaled by 2^-24:
 an exact float32 value in [0, 1 - 2^-24], exactly 0 with probability 2^-24. ``offset`` is
 the caller's stream offset (it separates independent calls that reuse a seed and round).
+
+Per-request streams (a seed and offset per request, as FlashInfer's seed / offset tensors and
+vLLM's seeded requests give) keep this layout: request b's key and offset are its own, so it
+is replayed by ``PhiloxSource(seed_b, offset_b)`` at its own request word.
 """
 
 from __future__ import annotations

@@ -14,15 +14,15 @@ import torch
 import triton
 import triton.language as tl
 
-from ..validation import sum_tolerance
+from ..checks.contract import sum_tolerance
 from .philox import ACCEPT, BONUS, RESIDUAL, address_uniform
 from .rows import load_prob, residual_search, residual_total, row_argmax, row_lse
 
 
 @triton.jit
 def _entry_bad(value, tolerance, IS_LOGITS: tl.constexpr, sampled):
-    """A row's entry at a drafted token violates the input contract (see row_checks): logits
-    NaN or +inf (-inf where the request samples a draft); probabilities NaN, infinite,
+    """A row's entry at a drafted token violates the input contract (checks/row_contents.py):
+    logits NaN or +inf (-inf where the request samples a draft); probabilities NaN, infinite,
     negative or above 1 + tolerance (0 where the request samples a draft)."""
     nan = value != value
     if IS_LOGITS:
@@ -71,6 +71,10 @@ def _chain_verify_kernel(
     seed,
     round,
     offset,
+    seeds_ptr,
+    offsets_ptr,
+    seeds_stride,
+    offsets_stride,
     tolerance_p,
     tolerance_q,
     TARGET_LOGITS: tl.constexpr,
@@ -78,18 +82,25 @@ def _chain_verify_kernel(
     BLOCK: tl.constexpr,
     VALIDATE: tl.constexpr,
     PROBABILITIES_ONLY: tl.constexpr,
+    PLACEHOLDER_OK: tl.constexpr,
+    ROW_STREAMS: tl.constexpr,
 ):
     b = tl.program_id(0).to(tl.int64)
     wide_length = tl.load(lengths_ptr + b).to(tl.int64)
     length = wide_length.to(tl.int32)
     request = tl.load(requests_ptr + b).to(tl.int64)
     temperature = tl.load(temperature_ptr + b).to(tl.float32)
+    if ROW_STREAMS:  # one Philox key and offset per request
+        seed = tl.load(seeds_ptr + b * seeds_stride).to(tl.int64)
+        offset = tl.load(offsets_ptr + b * offsets_stride).to(tl.int64)
     target_row0 = target_ptr + b * target_stride_b
     draft_row0 = draft_ptr + b * draft_stride_b
     bad = tl.full((), 0, tl.int1)
     if VALIDATE:
         # Arguments first; a request that breaks them reads nothing at its drafted tokens.
         bad = (wide_length < 0) | (wide_length > n_max) | (request < 0) | (request >= 1 << 32)
+        if ROW_STREAMS:
+            bad = bad | (offset < 0) | (offset >= 1 << 32)
         bad = bad | (temperature != temperature) | (temperature < 0.0)
         bad = bad | (temperature == float("inf"))
         if PROBABILITIES_ONLY:  # a temperature of 0 or 1 only
@@ -102,13 +113,17 @@ def _chain_verify_kernel(
             token = tl.load(tokens_ptr + b * tokens_stride_b + j.to(tl.int64) * tokens_stride_k)
             token = token.to(tl.int64)
             outside = (token < 0) | (token >= V)
-            bad = bad | outside
+            refused = outside
+            if PLACEHOLDER_OK:  # vLLM's -1 is a rejection at its position, not an error
+                refused = outside & (token != -1)
+            bad = bad | refused
             safe = tl.where(outside, 0, token)
             p_x = tl.load(target_row0 + j.to(tl.int64) * target_stride_k + safe).to(tl.float32)
-            bad = bad | _entry_bad(p_x, tolerance_p, TARGET_LOGITS, never)
+            bad = bad | (_entry_bad(p_x, tolerance_p, TARGET_LOGITS, never) & ~outside)
             if Q_MODE != 2:
                 q_x = tl.load(draft_row0 + j.to(tl.int64) * draft_stride_k + safe)
-                bad = bad | _entry_bad(q_x.to(tl.float32), tolerance_q, Q_MODE == 1, sampled)
+                q_bad = _entry_bad(q_x.to(tl.float32), tolerance_q, Q_MODE == 1, sampled)
+                bad = bad | (q_bad & ~outside)
             j += 1
         length = tl.where(bad, 0, length)
     greedy = temperature == 0.0
@@ -123,6 +138,9 @@ def _chain_verify_kernel(
     while (k < length) & (rejected == 0):
         token_at = tokens_ptr + b * tokens_stride_b + k.to(tl.int64) * tokens_stride_k
         token = tl.load(token_at).to(tl.int64)
+        # A draft outside the vocabulary (vLLM's -1 placeholder) is rejected, read at token 0.
+        outside = (token < 0) | (token >= V)
+        safe = tl.where(outside, 0, token)
         p_row = target_row0 + k.to(tl.int64) * target_stride_k
         q_row = draft_row0 + k.to(tl.int64) * draft_stride_k
         if greedy:
@@ -136,14 +154,14 @@ def _chain_verify_kernel(
             if Q_MODE == 1:
                 max_q, lse_q = row_lse(q_row, V, temperature, BLOCK)
                 bad = bad | _lse_bad(max_q, lse_q)
-            p_x = load_prob(p_row, token, TARGET_LOGITS, temperature, max_p, lse_p)
+            p_x = load_prob(p_row, safe, TARGET_LOGITS, temperature, max_p, lse_p)
             if Q_MODE == 2:
                 q_x = tl.full((), 1.0, tl.float32)
             else:
-                q_x = load_prob(q_row, token, Q_MODE == 1, temperature, max_q, lse_q)
+                q_x = load_prob(q_row, safe, Q_MODE == 1, temperature, max_q, lse_q)
             u = address_uniform(seed, ACCEPT, k + 1, request, round, offset)
             # u * q < p in float64 is exact for float32 operands: the test is u < p / q.
-            keep = u.to(tl.float64) * q_x.to(tl.float64) < p_x.to(tl.float64)
+            keep = (u.to(tl.float64) * q_x.to(tl.float64) < p_x.to(tl.float64)) & ~outside
         if keep:
             tl.store(out_ptr + b * out_stride_b + k, token)
             k += 1
@@ -251,20 +269,25 @@ def chain_verify_triton(
     *,
     target_logits: bool,
     draft_logits: bool,
-    seed: int,
+    seed: int | torch.Tensor,
     round: int,
-    offset: int,
+    offset: int | torch.Tensor,
     validate: bool = False,
+    placeholder_drafts: bool = False,
     block: int | None = None,
     num_warps: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """Launch the kernel (see :func:`specproof.optimized.chain_verify`).
 
     With ``validate`` the kernel also checks the input contract on what it reads (argument
-    ranges, drafted tokens, the entries and rows of :mod:`specproof.optimized.row_checks`) and
-    returns one int8 flag per request, 1 where a check failed; a flagged request reads nothing
-    at its drafted tokens and its tokens are meaningless. ``block`` (vocabulary tile) and
-    ``num_warps`` override the defaults, for tuning runs.
+    ranges, drafted tokens, the entries and rows of
+    :mod:`specproof.optimized.checks.row_contents`) and returns one int8 flag per request, 1
+    where a check failed; a flagged request reads nothing at its drafted tokens and its tokens
+    are meaningless. A draft id outside 0..V-1 is never read and never accepted (a rejection at
+    its position), validated or not; ``placeholder_drafts`` keeps -1 from being flagged.
+    ``seed`` and ``offset`` are call-wide integers, or [B] int64 tensors (one key and one offset
+    per request, read by the kernel; any strides).
+    ``block`` (vocabulary tile) and ``num_warps`` override the defaults, for tuning runs.
 
     Returns (tokens [B, n + 1] int64 with -1 after the last emitted token, accepted [B] int64,
     flags [B] int8 or None).
@@ -285,6 +308,14 @@ def chain_verify_triton(
     if tokens.shape[1] == 0:
         tokens = torch.zeros((batch, 1), dtype=torch.int64, device=device)
     tile, warps = launch_config(vocab, device)
+    row_streams = isinstance(seed, torch.Tensor) or isinstance(offset, torch.Tensor)
+    if row_streams:
+        seeds = torch.as_tensor(seed, dtype=torch.int64, device=device).expand(batch)
+        offsets = torch.as_tensor(offset, dtype=torch.int64, device=device).expand(batch)
+        seed_word, offset_word = 0, 0
+    else:
+        seeds = offsets = lengths  # unread
+        seed_word, offset_word = int(seed), int(offset)
     _chain_verify_kernel[(batch,)](
         target,
         draft_arg,
@@ -304,9 +335,13 @@ def chain_verify_triton(
         tokens.stride(0),
         tokens.stride(1),
         out.stride(0),
-        seed,
+        seed_word,
         round,
-        offset,
+        offset_word,
+        seeds,
+        offsets,
+        seeds.stride(0),
+        offsets.stride(0),
         sum_tolerance(target.dtype),
         sum_tolerance(draft_arg.dtype),
         TARGET_LOGITS=target_logits,
@@ -314,6 +349,8 @@ def chain_verify_triton(
         BLOCK=block or tile,
         VALIDATE=validate,
         PROBABILITIES_ONLY=not (target_logits or draft_logits),
+        PLACEHOLDER_OK=placeholder_drafts,
+        ROW_STREAMS=row_streams,
         num_warps=num_warps or warps,
     )
     return out, accepted, flags

@@ -59,6 +59,8 @@ def chain_variants() -> Iterator[Variant]:
             "out_ptr": "*i64",
             "accepted_ptr": "*i64",
             "flags_ptr": "*i8",
+            "seeds_ptr": "*i64",
+            "offsets_ptr": "*i64",
             "tolerance_p": "fp32",
             "tolerance_q": "fp32",
             "target_stride_b": strides,
@@ -73,6 +75,8 @@ def chain_variants() -> Iterator[Variant]:
             "BLOCK": 8192,
             "VALIDATE": validate,
             "PROBABILITIES_ONLY": not target_logits and q_mode != 1,
+            "PLACEHOLDER_OK": index == 1,
+            "ROW_STREAMS": index in (0, 5),
         }
         yield Variant(
             "chain_verify",
@@ -80,7 +84,8 @@ def chain_variants() -> Iterator[Variant]:
             constants,
             f"target {rows}{' logits' if target_logits else ''}, q mode {q_mode}, "
             f"draft {draft_rows}, tokens {tokens}, strides {strides}"
-            f"{', validated' if validate else ''}",
+            f"{', validated' if validate else ''}{', placeholders' if index == 1 else ''}"
+            f"{', per-request streams' if index in (0, 5) else ''}",
         )
 
 

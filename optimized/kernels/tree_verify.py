@@ -75,7 +75,10 @@ def _tree_verify_kernel(
         cumulative = tl.full((), 0.0, tl.float64)
         while (child >= 0) & (chosen < 0):
             token = tl.load(candidates_row + child)
-            p = load_prob(p_row, token, IS_LOGITS, temperature, row_max, lse)
+            # A candidate outside the vocabulary has no mass and is never read.
+            outside = (token < 0) | (token >= V)
+            p = load_prob(p_row, tl.where(outside, 0, token), IS_LOGITS, temperature, row_max, lse)
+            p = tl.where(outside, 0.0, p)
             cumulative += p.to(tl.float64)
             if u < cumulative:
                 chosen = child

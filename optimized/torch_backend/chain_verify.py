@@ -11,9 +11,9 @@ It reads only what the result needs:
   first rejection are never read.
 
 The inverse CDF is a binary search in the cumulative sums (no multinomial, no [R, V] index
-temporaries). With a :class:`~specproof.optimized.deferred_checks.DeferredChecks`, the content
-checks are made on the values computed here (see :mod:`specproof.optimized.row_checks` for the
-contract).
+temporaries). With a :class:`~specproof.optimized.checks.recorded.DeferredChecks`, the content
+checks are made on the values computed here (see
+:mod:`specproof.optimized.checks.row_contents` for the contract).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ from functools import partial
 import torch
 from specproof.reference.philox import UNIFORM_BITS
 
-from ..deferred_checks import DeferredChecks
-from ..philox import ACCEPT, BONUS, RESIDUAL, philox4x32
-from ..row_checks import (
+from ..checks.recorded import DeferredChecks
+from ..checks.row_contents import (
     check_full_rows,
     check_gathered,
     check_maxima,
     check_softmax_values,
 )
+from ..philox import ACCEPT, BONUS, RESIDUAL, philox4x32
 from .rows import gather_rows, sample_tiled, softmax_rows_, workspace
 
 
@@ -100,14 +100,17 @@ def draw_residual(
     u: torch.Tensor,
     fetch_p: Callable[[torch.Tensor], torch.Tensor],
 ) -> torch.Tensor:
-    """Tokens from norm(max(0, p - q)) per row (q one-hot at ``draft_token`` when None); from
-    p itself where that has no mass (p == q up to rounding), with the same uniform.
+    """Tokens from norm(max(0, p - q)) per row (q one-hot at ``draft_token`` when None, and
+    zero for a draft outside the vocabulary); from p itself where that has no mass (p == q up
+    to rounding), with the same uniform.
 
     ``p`` is overwritten by the residual; ``fetch_p(rows)`` reads the p rows again for the
     rare empty residuals."""
     if q is None:
-        picked = p.gather(1, draft_token[:, None])
-        p.scatter_(1, draft_token[:, None], (picked - 1).clamp_(min=0))
+        inside = (draft_token >= 0) & (draft_token < p.shape[1])
+        column = torch.where(inside, draft_token, 0)[:, None]
+        picked = p.gather(1, column)
+        p.scatter_(1, column, torch.where(inside[:, None], (picked - 1).clamp_(min=0), picked))
         token, total = sample_tiled(p, u)
     else:
         token, total = sample_tiled(p.sub_(q).clamp_(min=0), u)
@@ -118,16 +121,26 @@ def draw_residual(
 
 
 def round_uniforms(
-    seed: int, n: int, requests: torch.Tensor, round: int, offset: int
+    seed: int | torch.Tensor,
+    n: int,
+    requests: torch.Tensor,
+    round: int,
+    offset: int | torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Every uniform a request can use in the round, from one Philox call: acceptance and
     residual at positions 1..n ([B, n] each), bonus at 1..n + 1 ([B, n + 1]). The addresses and
     the float32 conversion are those of :func:`~specproof.optimized.philox.address_uniforms`
-    (one call instead of one per phase and position: each is ~100 small tensor ops)."""
+    (one call instead of one per phase and position: each is ~100 small tensor ops).
+    ``seed`` and ``offset`` are call-wide integers or [B] int64 tensors (one per request)."""
     index = torch.arange(1, n + 2, device=requests.device)
     slots = torch.cat([index[:n] * 4 + ACCEPT, index[:n] * 4 + RESIDUAL, index * 4 + BONUS])
     round_t = torch.tensor(round, dtype=torch.int64, device=requests.device)
-    offset_t = torch.tensor(offset, dtype=torch.int64, device=requests.device)
+    if isinstance(seed, torch.Tensor):
+        seed = seed[:, None]
+    if isinstance(offset, torch.Tensor):
+        offset_t = offset[:, None]
+    else:
+        offset_t = torch.tensor(offset, dtype=torch.int64, device=requests.device)
     word = philox4x32(seed, slots[None, :], requests[:, None], round_t, offset_t)[0]
     u = (word >> (32 - UNIFORM_BITS)).to(torch.float32) * (2.0**-UNIFORM_BITS)
     return u[:, :n], u[:, n : 2 * n], u[:, 2 * n :]
@@ -179,9 +192,9 @@ def chain_verify_torch(
     *,
     target_logits: bool,
     draft_logits: bool,
-    seed: int,
+    seed: int | torch.Tensor,
     round: int,
-    offset: int,
+    offset: int | torch.Tensor,
     checks: DeferredChecks | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Same contract as :func:`~specproof.optimized.kernels.chain_verify.chain_verify_triton`;
@@ -198,6 +211,10 @@ def chain_verify_torch(
     everyone = torch.arange(batch, device=device)
     verified = torch.arange(n, device=device)[None, :] < lengths[:, None]
     tokens = torch.where(verified, draft_tokens, 0).to(torch.int64)
+    # A draft outside the vocabulary (vLLM's -1 placeholder) is read at token 0 and rejected.
+    inside = (tokens >= 0) & (tokens < target.shape[-1])
+    read = verified & inside
+    safe_tokens = torch.where(inside, tokens, 0)
     greedy = temperature == 0
     sampled = ~greedy
     scaled = bool(((temperature != 1) & sampled).any())
@@ -206,21 +223,20 @@ def chain_verify_torch(
     q_side = None if draft is None else Rows("draft", draft, draft_logits, row_temperature, checks)
 
     # Entries at the drafted tokens, over every verified position: O(B * n) reads.
-    p_at = target[:, :n].gather(2, tokens[..., None])[..., 0].to(torch.float32)
-    q_at = None if draft is None else draft.gather(2, tokens[..., None])[..., 0].to(torch.float32)
+    index = safe_tokens[..., None]
+    p_at = target[:, :n].gather(2, index)[..., 0].to(torch.float32)
+    q_at = None if draft is None else draft.gather(2, index)[..., 0].to(torch.float32)
     if checks is not None:
-        check_gathered(
-            checks, "target", p_at, verified, is_logits=target_logits, dtype=target.dtype
-        )
+        check_gathered(checks, "target", p_at, read, is_logits=target_logits, dtype=target.dtype)
         if draft is not None and q_at is not None:
             check_gathered(
                 checks,
                 "draft",
                 q_at,
-                verified,
+                read,
                 is_logits=draft_logits,
                 dtype=draft.dtype,
-                sampled=verified & sampled[:, None],
+                sampled=read & sampled[:, None],
             )
     u_accept, u_residual, u_bonus = round_uniforms(seed, n, requests, round, offset)
     final = torch.full((batch,), -1, dtype=torch.int64, device=device)
@@ -231,7 +247,7 @@ def chain_verify_torch(
         # u < p / q as u * q < p in float64: exact for float32 operands.
         q_values = torch.ones_like(p_at) if q_at is None else q_at
         keep = u_accept.double() * q_values.double() < p_at.double()
-        run = torch.cumprod((keep & verified).to(torch.int32), dim=1)
+        run = torch.cumprod((keep & read).to(torch.int32), dim=1)
         accepted = run.sum(dim=1, dtype=torch.int64)
         rejected = accepted < lengths
         rejected_rows = rejected.nonzero().squeeze(1)
@@ -249,6 +265,8 @@ def chain_verify_torch(
                 partial(refetch, p_side, hit, position, requests),
             )
     else:
+        # u = inf rejects an outside draft for any p(0), q(0): inf * q < p fails, NaN too.
+        u_accept = torch.where(inside, u_accept, float("inf"))
         still = lengths > 0
         for k in range(n):
             alive = still.nonzero().squeeze(1)
@@ -265,7 +283,7 @@ def chain_verify_torch(
             rows = alive[~is_greedy]
             if rows.numel():
                 position = rows * 0 + k
-                x = tokens[rows, k]
+                x = safe_tokens[rows, k]
                 p: torch.Tensor | None = None
                 q: torch.Tensor | None = None
                 if target_logits:
@@ -300,7 +318,7 @@ def chain_verify_torch(
                     final[at_rows] = draw_residual(
                         p_lost,
                         q_lost,
-                        x[lost],
+                        tokens[at_rows, k],  # as drafted: an outside id removes nothing
                         u,
                         partial(refetch, p_side, at_rows, at_position, requests),
                     )

@@ -82,7 +82,8 @@ def softmax_rows_(logits: torch.Tensor, temperature: torch.Tensor | None) -> tor
 
 
 TILE = 4096
-"""Vocabulary tile of the inverse CDF (the Triton kernel's CUDA tile)."""
+"""Vocabulary tile of the inverse CDF; a vocabulary smaller than this is one tile of its own
+width (the search then reads V columns per row, not 4096)."""
 
 
 def sample_tiled(mass: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -98,6 +99,7 @@ def sample_tiled(mass: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, tor
     row, instead of a full cumulative sum: torch's CPU cumsum is a scalar loop.
     """
     rows, vocab = mass.shape
+    width = min(TILE, vocab)  # the searched tile: V columns when V < TILE (one tile)
     whole = vocab // TILE * TILE
     parts = []
     if whole:
@@ -110,12 +112,12 @@ def sample_tiled(mass: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, tor
     tile = torch.searchsorted(ends, threshold[:, None], right=True)[:, 0]
     tile = tile.clamp_(max=ends.shape[1] - 1)
     carry = torch.where(tile > 0, ends.gather(1, (tile - 1).clamp(min=0)[:, None])[:, 0], 0.0)
-    columns = tile[:, None] * TILE + torch.arange(TILE, device=mass.device)
+    columns = tile[:, None] * TILE + torch.arange(width, device=mass.device)
     piece = mass.gather(1, columns.clamp(max=vocab - 1))
     positive = (piece > 0) & (columns < vocab)
     hit = positive & (piece.cumsum(dim=-1) + carry[:, None] > threshold[:, None])
-    order = torch.arange(1, TILE + 1, device=mass.device)
-    first = torch.where(hit, TILE + 1 - order, 0).argmax(dim=-1)
+    order = torch.arange(1, width + 1, device=mass.device)
+    first = torch.where(hit, width + 1 - order, 0).argmax(dim=-1)
     last = (positive * order).argmax(dim=-1)
     chosen = torch.where(hit.any(dim=-1), first, last)
     return (tile * TILE + chosen).clamp_(max=vocab - 1), total

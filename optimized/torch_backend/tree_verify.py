@@ -24,7 +24,7 @@ def tree_verify_torch(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Same contract as :func:`~specproof.optimized.kernels.tree_verify.tree_verify_triton`.
     Loops run over depths and sibling ranks (at most N each), never over requests."""
-    batch, nodes, _ = target.shape
+    batch, nodes, vocab = target.shape
     device = target.device
     candidates, first_child, next_sibling = (
         t.to(torch.int64) for t in (candidates, first_child, next_sibling)
@@ -47,7 +47,10 @@ def tree_verify_torch(
             trying = alive & (child >= 0) & (chosen < 0)
             safe = child.clamp(min=0)
             token = candidates[everyone, safe]
-            p = probs.gather(1, token[:, None])[:, 0]
+            # A candidate outside the vocabulary has no mass and is never read.
+            outside = (token < 0) | (token >= vocab)
+            p = probs.gather(1, torch.where(outside, 0, token)[:, None])[:, 0]
+            p = torch.where(outside, 0.0, p)
             cumulative = torch.where(trying, cumulative + p.double(), cumulative)
             hit = trying & (u < cumulative)
             chosen = torch.where(hit, child, chosen)
@@ -67,7 +70,8 @@ def tree_verify_torch(
     for _ in range(nodes):
         has = child >= 0
         token = candidates[everyone, child.clamp(min=0)]
-        mass[everyone[has], token[has]] = 0.0
+        removed = has & (token >= 0) & (token < vocab)
+        mass[everyone[removed], token[removed]] = 0.0
         child = torch.where(has, next_sibling[everyone, child.clamp(min=0)], child)
     u = torch.where(
         first >= 0,

@@ -64,6 +64,10 @@ def test_chain_on_dyadic_rows(data: st.DataObject) -> None:
     greedy = data.draw(st.lists(st.booleans(), min_size=batch, max_size=batch), "greedy rows")
     seed, round, offset = data.draw(seeds, "seed"), data.draw(words), data.draw(words)
     ids = data.draw(request_ids(batch), "request_ids")
+    # Per-request streams (FlashInfer's tensor seed and offset): a key and an offset per row.
+    streams = data.draw(st.sampled_from([None, torch.int64, torch.uint64]), "stream tensors")
+    keys = [data.draw(seeds, "keys") for _ in range(batch)] if streams else [seed] * batch
+    offsets = [data.draw(words, "offsets") for _ in range(batch)] if streams else [offset] * batch
     rng = random.Random(data.draw(st.integers(0, 2**32 - 1), "data seed"))
     same = "expanded" in layout.values()  # every request then holds request 0's values
     cases = []
@@ -113,17 +117,31 @@ def test_chain_on_dyadic_rows(data: st.DataObject) -> None:
         )
         want.append(
             reference_chain(
-                p_rows, q_rows, x[:length], seed=seed, round=round, request=ids[r], offset=offset
+                p_rows,
+                q_rows,
+                x[:length],
+                seed=keys[r],
+                round=round,
+                request=ids[r],
+                offset=offsets[r],
             )
         )
+    seed_arg: int | torch.Tensor = seed
+    offset_arg: int | torch.Tensor = offset
+    if streams is not None:
+        bits = [k - 2**64 if k >= 2**63 else k for k in keys]
+        seed_arg = laid_out(
+            torch.tensor(bits, dtype=torch.int64, device=DEVICE).view(streams), id_layout
+        )
+        offset_arg = laid_out(torch.tensor(offsets, device=DEVICE), id_layout)
     for backend in backends():
         result = chain_verify(
             target,
             None if deterministic else draft,
             tokens,
-            seed=seed,
+            seed=seed_arg,
             round=round,
-            offset=offset,
+            offset=offset_arg,
             num_draft_tokens=lengths,
             request_ids=laid_out(torch.tensor(ids, device=DEVICE), id_layout),
             temperature=laid_out(temperature, layout["lengths"]),

@@ -1,6 +1,6 @@
-"""The content-check contract of chain verification (optimized/row_checks.py): rows read in full
-are checked in full, rows read at one entry are checked at that entry, rows never read are
-neither read nor checked and cannot change the output. Plus the torch backend's own helpers
+"""The content-check contract of chain verification (optimized/checks/row_contents.py): rows
+read in full are checked in full, rows read at one entry are checked at that entry, rows never
+read are neither read nor checked and cannot change the output. Plus the torch backend's own helpers
 (one Philox call per round, the tiled inverse CDF) against their definitions."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from specproof.optimized import InvalidInputError, chain_verify
 from specproof.optimized.philox import ACCEPT, BONUS, RESIDUAL, address_uniforms
 from specproof.optimized.torch_backend.chain_verify import round_uniforms
 from specproof.optimized.torch_backend.rows import TILE, sample_tiled
+from specproof.optimized.torch_backend.rows import inverse_cdf as inverse_cdf_rows
 from specproof.reference import inverse_cdf
 
 NAN, INF = float("nan"), float("inf")
@@ -202,8 +203,8 @@ def test_tiled_inverse_cdf_is_the_exact_inverse_cdf_on_dyadic_rows(vocab) -> Non
 def test_one_mask_per_gathered_read_still_names_the_violation(value: float, message: str) -> None:
     """Every way a gathered entry can be wrong shares one mask; the message is chosen on the
     error path from the first bad entry's value."""
-    from specproof.optimized.deferred_checks import DeferredChecks
-    from specproof.optimized.row_checks import check_gathered
+    from specproof.optimized.checks.recorded import DeferredChecks
+    from specproof.optimized.checks.row_contents import check_gathered
 
     values = torch.tensor([[0.5, 0.25], [value, 0.5]])
     checks = DeferredChecks()
@@ -225,8 +226,8 @@ def test_one_mask_per_gathered_read_still_names_the_violation(value: float, mess
 def test_one_mask_per_full_row_still_names_the_violation(
     total: float, least: float, message: str
 ) -> None:
-    from specproof.optimized.deferred_checks import DeferredChecks
-    from specproof.optimized.row_checks import check_full_rows
+    from specproof.optimized.checks.recorded import DeferredChecks
+    from specproof.optimized.checks.row_contents import check_full_rows
 
     checks = DeferredChecks()
     sums, minima = torch.tensor([1.0, total]), torch.tensor([0.1, least])
@@ -236,3 +237,17 @@ def test_one_mask_per_full_row_still_names_the_violation(
     fine = DeferredChecks()
     check_full_rows(fine, "draft", sums[:1], minima[:1], torch.float32, torch.tensor([3]))
     fine.raise_if_any()
+
+
+@pytest.mark.parametrize("vocab", [1, 10, 100, TILE])
+def test_one_tile_search_is_the_full_row_inverse_cdf(vocab) -> None:
+    """A vocabulary of at most one tile is searched at its own width (V columns, not TILE):
+    on rows whose partial sums round (softmax of normal logits, zeros included), tokens and
+    totals equal the full-row inverse CDF's bit for bit, as they did with the TILE-wide tile."""
+    generator = torch.Generator().manual_seed(vocab)
+    mass = torch.softmax(torch.randn(64, vocab, generator=generator) * 3, dim=-1)
+    mass[::3, : vocab // 2] = 0
+    u = torch.randint(0, 2**24, (64,), generator=generator).float().div(2**24)
+    token, total = sample_tiled(mass.clone(), u)
+    assert torch.equal(token, inverse_cdf_rows(mass, u))
+    assert torch.equal(total, mass.sum(dim=-1))

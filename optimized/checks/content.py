@@ -1,5 +1,5 @@
 """Checks of tensor contents (ids, temperatures, lengths, tokens, rows), recorded in a
-:class:`~specproof.optimized.deferred_checks.DeferredChecks` so that a call reads them back in
+:class:`~specproof.optimized.checks.recorded.DeferredChecks` so that a call reads them back in
 one host synchronisation. The messages name the argument, what was expected and what came.
 """
 
@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import torch
 
-from .deferred_checks import DeferredChecks, first_index
-from .row_checks import improper_rows
-from .validation import WORD_LIMIT, duplicate_ids, sum_tolerance
+from .contract import PLACEHOLDER_DRAFT, WORD_LIMIT, duplicate_ids, sum_tolerance
+from .recorded import DeferredChecks, first_index
+from .row_contents import improper_rows
 
 
-def defer_request_ids(checks: DeferredChecks, requests: torch.Tensor) -> None:
-    """Request ids are Philox counter words, one random stream each: in [0, 2^32), distinct."""
+def defer_request_ids(
+    checks: DeferredChecks, requests: torch.Tensor, *, distinct: bool = True
+) -> None:
+    """Request ids are Philox counter words, one random stream each: in [0, 2^32), and
+    distinct when ``distinct`` (under one shared key)."""
     if requests.numel() == 0:
         return
     checks.add(
@@ -23,6 +26,8 @@ def defer_request_ids(checks: DeferredChecks, requests: torch.Tensor) -> None:
             f"got {requests.tolist()[:8]}"
         ),
     )
+    if not distinct:
+        return
     checks.add(
         duplicate_ids(requests).view(1),
         lambda bad: (
@@ -102,13 +107,19 @@ def check_chain_inputs(
     target_logits: bool,
     draft_logits: bool,
     given: tuple[bool, bool, bool] = (True, True, True),
+    placeholder_drafts: bool = False,
+    row_offsets: torch.Tensor | None = None,
+    distinct_ids: bool = True,
 ) -> None:
     """Every documented precondition of chain verification but the row contents, with one
     host synchronisation. ``given`` says which of (num_draft_tokens, request_ids, temperature)
     the caller passed: the contents of values the entry point made itself are not re-checked.
-    Row contents are checked by :mod:`specproof.optimized.row_checks` on the values
+    With ``placeholder_drafts`` a draft id of -1 is allowed (a rejection at its position).
+    ``row_offsets``: per-request Philox offsets, checked to lie in [0, 2^32); ``distinct_ids``
+    False when per-request keys keep streams apart instead of ids.
+    Row contents are checked by :mod:`specproof.optimized.checks.row_contents` on the values
     verification computes. Shapes, dtypes and devices are the caller's to check first
-    (:func:`~specproof.optimized.validation.check_chain_shapes`)."""
+    (:func:`~specproof.optimized.checks.contract.check_chain_shapes`)."""
     positions, vocab = target.shape[1], target.shape[2]
     n = positions - 1
     lengths_given, requests_given, temperature_given = given
@@ -119,7 +130,15 @@ def check_chain_inputs(
             lambda bad: f"num_draft_tokens must lie in 0..{n}, got {lengths.tolist()[:8]}",
         )
     if requests_given:
-        defer_request_ids(checks, requests)
+        defer_request_ids(checks, requests, distinct=distinct_ids)
+    if row_offsets is not None:
+        checks.add(
+            (row_offsets < 0) | (row_offsets >= WORD_LIMIT),
+            lambda bad: (
+                "offset must lie in [0, 2^32) for every request (a Philox counter word), "
+                f"got {row_offsets.tolist()[:8]}"
+            ),
+        )
     if temperature_given:
         probabilities_only = not (target_logits or draft_logits)
         defer_temperature(checks, temperature, only=(0.0, 1.0) if probabilities_only else ())
@@ -132,5 +151,8 @@ def check_chain_inputs(
             f"is outside 0..{vocab - 1}"
         )
 
-    checks.add(verified & ((draft_tokens < 0) | (draft_tokens >= vocab)), token_message)
+    outside = (draft_tokens < 0) | (draft_tokens >= vocab)
+    if placeholder_drafts:
+        outside &= draft_tokens != PLACEHOLDER_DRAFT
+    checks.add(verified & outside, token_message)
     checks.raise_if_any()

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from .validation import InvalidInputError
+from .contract import InvalidInputError
 
 Describe = Callable[[torch.Tensor], str]
 

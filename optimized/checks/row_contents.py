@@ -3,8 +3,8 @@ drafted token with draft probability 0, a logits row with no finite entry.
 
 They cost almost nothing because they look only at values the verification computes anyway,
 and they cost one host synchronisation per call (they are recorded in a
-:class:`~specproof.optimized.deferred_checks.DeferredChecks`). The contract
-(with ``validate=True``; argument checks live in :mod:`specproof.optimized.validation`):
+:class:`~specproof.optimized.checks.recorded.DeferredChecks`). The contract
+(with ``validate=True``; argument checks live in :mod:`specproof.optimized.checks.contract`):
 
 - Probabilities, rows read at one entry (every target and draft row of a verified position):
   the entry at the drafted token must be finite, >= 0 and at most 1 + tolerance, and the draft
@@ -12,7 +12,7 @@ and they cost one host synchronisation per call (they are recorded in a
   checked**: verification never reads them, so they cannot change the output.
 - Probabilities, rows read in full (the target row whose residual or bonus token is drawn, and
   the draft row of a rejected position): finite, non-negative, summing to 1 within
-  :func:`~specproof.optimized.validation.sum_tolerance`.
+  :func:`~specproof.optimized.checks.contract.sum_tolerance`.
 - Logits: every row reached (target and draft rows up to and including the first rejection,
   and the row of the final token) goes through a softmax; a NaN, a +inf or no finite entry
   makes its probabilities NaN, which is detected there. The drafted token's logit at every
@@ -33,8 +33,8 @@ from collections.abc import Callable
 
 import torch
 
-from .deferred_checks import DeferredChecks, first_index
-from .validation import sum_tolerance
+from .contract import sum_tolerance
+from .recorded import DeferredChecks, first_index
 
 
 def at(where: str, index: tuple[int, ...]) -> str:
@@ -191,16 +191,19 @@ def check_rows_read(
     reached &= verified
     greedy = temperature == 0
     sampled = verified & ~greedy[:, None]
-    tokens = torch.where(verified, draft_tokens, 0).to(torch.int64)
+    # An out-of-range draft (a placeholder) is never read: its position is rejected unread.
+    read = verified & (draft_tokens >= 0) & (draft_tokens < target.shape[-1])
+    sampled &= read
+    tokens = torch.where(read, draft_tokens, 0).to(torch.int64)
     p_x = target[:, :n].gather(2, tokens[..., None])[..., 0].to(torch.float32)
-    check_gathered(checks, "target", p_x, verified, is_logits=target_logits, dtype=target.dtype)
+    check_gathered(checks, "target", p_x, read, is_logits=target_logits, dtype=target.dtype)
     if draft is not None:
         q_x = draft.gather(2, tokens[..., None])[..., 0].to(torch.float32)
         check_gathered(
             checks,
             "draft",
             q_x,
-            verified,
+            read,
             is_logits=draft_logits,
             dtype=draft.dtype,
             sampled=sampled,

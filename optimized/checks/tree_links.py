@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from .deferred_checks import DeferredChecks, Describe, first_index
+from .recorded import DeferredChecks, Describe, first_index
 
 
 def defer_tree(

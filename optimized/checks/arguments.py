@@ -2,7 +2,9 @@
 
 ``seed`` is the Philox key, an integer in [0, 2^64); ``round``, ``offset`` and each request id
 are Philox counter words, integers in [0, 2^32). Python ints and numpy integers are accepted;
-bools, floats and tensors are refused with :class:`InvalidInputError` naming the argument.
+bools, floats and tensors are refused with :class:`InvalidInputError` naming the argument,
+except where an entry point takes per-request streams (chain verification): there ``seed`` and
+``offset`` may also be int64 or uint64 tensors of length 1 or B (:func:`row_words`).
 Per-request values (temperature, request ids, draft lengths) may be a scalar, a sequence or a
 0-d / [B] tensor on the call's device; they become contiguous [B] tensors (O(B) work).
 """
@@ -16,7 +18,7 @@ from typing import NamedTuple
 
 import torch
 
-from .validation import INT_DTYPES, WORD_LIMIT, fail
+from .contract import INT_DTYPES, WORD_LIMIT, fail
 
 SEED_LIMIT = 1 << 64
 
@@ -43,6 +45,33 @@ def check_seed_words(seed: object, round: object, offset: object) -> tuple[int, 
         as_integer("round", round, WORD_LIMIT),
         as_integer("offset", offset, WORD_LIMIT),
     )
+
+
+def row_words(
+    seed: object, offset: object, batch: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-request Philox words from ``seed`` and ``offset``, each an integer (the same for
+    every request) or an int64 / uint64 tensor of length 1 or B on ``device``; returned as [B]
+    int64 tensors. A key keeps its 64 bits (an int64 seed s < 0 is the key s + 2^64, a uint64
+    one is read as the same bits); the values are not read here (no host synchronisation), so
+    an offset outside [0, 2^32) is refused by the call's content checks (without them, its low
+    32 bits are used, by both backends)."""
+    words = []
+    for name, value, limit in (("seed", seed, SEED_LIMIT), ("offset", offset, WORD_LIMIT)):
+        if not isinstance(value, torch.Tensor):
+            number = as_integer(name, value, limit)
+            if number >= 1 << 63:  # the same 64 bits as a signed int64
+                number -= 1 << 64
+            words.append(torch.full((batch,), number, dtype=torch.int64, device=device))
+            continue
+        if value.dtype not in (torch.int64, torch.uint64):
+            fail(f"{name} must be an int64 or uint64 tensor, got {value.dtype}")
+        if value.dim() != 1 or value.shape[0] not in (1, batch):
+            fail(f"{name} must have shape (1,) or ({batch},), got {tuple(value.shape)}")
+        if value.device != device:
+            fail(f"{name} is on {value.device}, the other tensors on {device}")
+        words.append(value.view(torch.int64).expand(batch))
+    return words[0], words[1]
 
 
 def per_request(
@@ -119,7 +148,7 @@ def request_arguments(
     """The seed / round / offset / request-id / temperature / length contract shared by every
     entry point: types, shapes, devices and Python scalars, checked even with
     ``validate=False`` (no device work). Tensor contents (ranges, distinct ids) are checked by
-    the entry points (:mod:`specproof.optimized.content_checks`)."""
+    the entry points (:mod:`specproof.optimized.checks.content`)."""
     seed, round, offset = check_seed_words(seed, round, offset)
     scalar = isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
     if scalar and not (math.isfinite(temperature) and temperature >= 0):  # type: ignore[arg-type,operator]

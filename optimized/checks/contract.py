@@ -1,18 +1,18 @@
 """Input checks for the optimized entry points: a clear error, never silently wrong output.
 
-Argument checks (types, dtypes, shapes, devices, the Philox words: see
-:mod:`specproof.optimized.arguments`) run on every call. With ``validate=True`` the checks here
-read tensor contents at O(B * n) cost (lengths, token ids at verified positions, distinct
-request ids, temperatures: :mod:`specproof.optimized.content_checks`); the row contents of chain
-verification are checked by :mod:`specproof.optimized.row_checks`, those of trees and draft
-sampling by :func:`~specproof.optimized.content_checks.defer_rows`.
-With ``validate=False`` the caller guarantees what these checks prove: lengths in 0..n; token
-ids in 0..V-1 at every verified position; request ids distinct and in [0, 2^32); temperatures
-finite and >= 0; logits never NaN or +inf (-inf allowed) with a finite entry per row;
-probability rows non-negative and summing to 1 within :func:`sum_tolerance`; every drafted
-token has positive draft probability. Violations then give unspecified tokens (never
-out-of-bounds memory access for in-range ids and lengths). The README's "Bad input" section
-lists every check.
+Argument checks (types, dtypes, shapes, devices, the Philox words: see :mod:`.arguments`) run
+on every call. With ``validate=True`` the checks read tensor contents at O(B * n) cost (lengths,
+token ids at verified positions, distinct request ids, temperatures: :mod:`.content`); the row
+contents of chain verification are checked by :mod:`.row_contents`, those of trees and draft
+sampling by :func:`~.content.defer_rows`.
+With ``validate=False`` the caller guarantees what these checks prove: lengths in 0..n; request
+ids distinct and in [0, 2^32); temperatures finite and >= 0; logits never NaN or +inf (-inf
+allowed) with a finite entry per row; probability rows non-negative and summing to 1 within
+:func:`sum_tolerance`; every drafted token has positive draft probability. Violations then give
+unspecified tokens (never out-of-bounds memory access for in-range lengths). A draft or tree
+candidate id outside 0..V-1 is refused when validating; without validation every kernel treats
+it as a draft it never reads and never accepts (a rejection at its position). The README's
+"Bad input" section lists every check.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 INT_DTYPES = (torch.int32, torch.int64)
 WORD_LIMIT = 1 << 32
 """Philox counter words (round, offset, request ids) lie in [0, 2^32)."""
+PLACEHOLDER_DRAFT = -1
+"""vLLM's padding draft id: with ``placeholder_drafts=True`` it is a rejection at its position
+(never read), not a refused input. Every other id outside 0..V-1 is refused when validating."""
 
 
 class InvalidInputError(ValueError):
