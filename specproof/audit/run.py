@@ -40,7 +40,7 @@ from .harness import (
     sample_rounds,
     verifier_round,
 )
-from .laws import Law, exact_round_law, length_law, lengths_of, tokens_law
+from .laws import Law, exact_round_law, length_law, lengths_of, position_law, tokens_law
 from .report import AuditReport, CaseResult
 
 DEFAULT_ALPHA = 1e-6
@@ -141,10 +141,13 @@ def audit_problem(
     lengths = length_law(exact_law)
     completed = tokens_law(problem)
     bins = HashPartition(8, salt=seed) if len(completed) > 120 else None
+    joint = [position_law(exact_law)[j] for j in range(1, problem.gamma + 2)] if (
+        problem.positions
+    ) else [exact_law]
     checked: list[Mapping[Any, object]] = (
         [bins.law(completed) if bins else completed]
         if lossless_only
-        else [exact_law, completed, lengths]
+        else [*joint, bins.law(completed) if bins else completed, lengths]
     )
     n = rounds_needed(checked, alpha, beta, delta, tolerance) if rounds is None else rounds
     deadline = time.monotonic() + timeout
@@ -206,11 +209,15 @@ def audit_problem(
         ]
     ] = [("tokens", tokens_samples, completed, bins)]
     if not lossless_only:
-        checks = [
-            ("round", counts, exact_law, None),
-            *checks,
-            ("length", lengths_of(counts), lengths, None),
-        ]
+        if problem.positions:
+            observed = position_law(counts)
+            rounds_checks: list[Any] = [
+                (f"position {j}", observed.get(j, {}), law_j, None)
+                for j, law_j in enumerate(joint, start=1)
+            ]
+        else:
+            rounds_checks = [("round", counts, exact_law, None)]
+        checks = [*rounds_checks, *checks, ("length", lengths_of(counts), lengths, None)]
     for check, samples, law, part in checks:
         fit = goodness_of_fit(
             samples,
