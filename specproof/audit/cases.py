@@ -181,6 +181,25 @@ def verifier_problems(seed: int = 0, large_vocab: int = LARGE_VOCAB) -> list[Tab
     return problems + adversarial_problems()
 
 
+def calls_problem(signature: str, seed: int = 0) -> TableProblem:
+    """The table of the calls rows: random rows of the request case (vLLM signatures: mixed
+    requests, half of them seeded, lengths 0..2) or of the small-vocabulary case."""
+    problems = {p.name: p for p in verifier_problems(seed, 2)}
+    if signature.startswith("vllm"):
+        source = problems["requests"]
+        return TableProblem(
+            "calls",
+            source.target,
+            source.draft,
+            ragged=True,
+            requests=source.requests,
+            seeded=True,
+            description="identical inputs, called again (random rows, half seeded)",
+        )
+    source = problems["small-vocab"]
+    return TableProblem("calls", source.target, source.draft, description="identical inputs")
+
+
 def applies(problem: TableProblem, signature: str) -> bool:
     """Whether a signature can express the problem: greedy rows exist only in vLLM's."""
     return signature.startswith("vllm") or not any(problem.greedy_modes)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -416,11 +416,12 @@ def vllm_call(
     *,
     logits: bool = False,
     marker: float = GREEDY_TEMPERATURE,
-) -> Callable[[Verifier], torch.Tensor]:
+) -> Callable[..., torch.Tensor]:
     """vLLM's rejection_sample inputs for these drafts (ragged, flattened rows), built once;
     the returned call can be repeated on identical inputs (fresh per-request generators with
-    the same seeds each time). ``logits``: target rows as raw logits (current vLLM hands its
-    sampler raw logits and the request's parameters) instead of processed probabilities."""
+    the same seeds each time, or ``seeds`` instead). ``logits``: target rows as raw logits
+    (current vLLM hands its sampler raw logits and the request's parameters) instead of
+    processed probabilities."""
     batch, gamma = drafts.tokens.shape
     lengths = drafts.lengths
     keep = torch.arange(gamma).unsqueeze(0) < lengths.unsqueeze(1)  # [B, gamma]
@@ -444,14 +445,15 @@ def vllm_call(
         bonus.contiguous(),
     )
 
-    def call(fn: Verifier) -> torch.Tensor:
+    def call(fn: Verifier, seeds: torch.Tensor | None = None) -> torch.Tensor:
         _seed_torch(generator)
+        own = drafts if seeds is None else replace(drafts, seeds=seeds)
         metadata = vllm_metadata(
             batch,
             drafts.greedy,
             marker=marker,
             params=params,
-            generators=drafts.generators(),
+            generators=own.generators(),
             vocab=problem.vocab,
         )
         out = torch.as_tensor(fn(*args, metadata)).to(torch.int64)

@@ -4,7 +4,8 @@ mutants: the same code with one plausible bug switched on (``make_verifier(bug)`
 Semantics of the correct one: ragged rows gathered dense, acceptance u * q(x) < p(x) with a
 float64 u in [0, 1), the correction token by the inverse CDF of max(p - q, 0) at the first
 rejection, the given bonus token after full acceptance, greedy rows (temperature <= 0) keep
-drafts equal to the target argmax, ``draft_probs=None`` means one-hot (n-gram) drafts.
+drafts equal to the target argmax, ``draft_probs=None`` means one-hot (n-gram) drafts, a request
+with its own generator (``sampling_metadata.generators``) draws its uniforms from it.
 """
 
 from __future__ import annotations
@@ -95,6 +96,12 @@ def make_verifier(bug: str | None = None) -> Verifier:
         px = p_rows.gather(2, tokens.unsqueeze(2)).squeeze(2)
         qx = q_rows.gather(2, tokens.unsqueeze(2)).squeeze(2)
         u = torch.rand((batch, width), dtype=torch.float64)
+        own_draws = {
+            row: torch.rand(width + 1, generator=own, dtype=torch.float64)
+            for row, own in (getattr(sampling_metadata, "generators", None) or {}).items()
+        }
+        for row, draws in own_draws.items():
+            u[row] = draws[:width]
         if bug == "shared-uniform":
             u = u[:, :1].expand(batch, width)
         if bug == "uniform-float32-le":
@@ -131,6 +138,8 @@ def make_verifier(bug: str | None = None) -> Verifier:
             stop = torch.minimum(stop + 1, (lengths - 1).clamp_min(0))
         p_stop, q_stop = p_rows[rows, stop], q_rows[rows, stop]
         u2 = torch.rand(batch, dtype=torch.float64)
+        for row, draws in own_draws.items():
+            u2[row] = draws[width]
         total = None
         if bug == "residual-from-p":
             residual = p_stop
