@@ -95,10 +95,12 @@ def _verify_rows(
         residual = p_stop if biased else (p_stop - q_stop).clamp_min(0)
         correction = _draw(residual, None, u_correction)
         if bug == "mixed-generator-noise" and generators:
-            # unseeded rows of a batch with seeded ones: the noise is never filled in
+            # unseeded rows of a batch with seeded ones: the exponential noise the residual
+            # is divided by is never filled in (left at 0), and argmax takes the first NaN
             unseeded = torch.ones(batch, dtype=torch.bool)
             unseeded[list(generators)] = False
-            correction = torch.where(unseeded, residual.argmax(-1), correction)
+            unfilled = (residual / torch.zeros_like(residual)).argmax(-1)
+            correction = torch.where(unseeded, unfilled, correction)
         if greedy is not None:
             correction = torch.where(greedy, p_stop.argmax(-1), correction)
     else:

@@ -249,22 +249,42 @@ DraftFn = Callable[..., Any]
 """A user drafter: ``draft(logits [B, V] float32, temperature: float) -> (tokens [B] int64,
 probs [B, V] float32)``, the tokens it samples and the probabilities it reports for them."""
 
-DRAFT_TEMPERATURE = 1.0
+DRAFT_TEMPERATURES = (0.6, 0.7, 1.0)
+"""Rows of a drafted batch cycle through these temperatures."""
+LOGIT_TOP = 25.0
+"""The largest logit of every row a drafter is given, as an LLM's (bf16-representable rows)."""
+
+
+def drafter_logits(q: torch.Tensor, temperature: float) -> torch.Tensor:
+    """LLM-scale logits for the draft rows ``q``: T log q shifted so the top logit is 25, then
+    rounded to bf16 (so their softmax at T is close to q, not equal: the drafter reports its
+    own q, and the verifier uses what it reports)."""
+    logits = torch.log(q.double()) * temperature
+    logits = logits - logits.max(-1, keepdim=True).values + LOGIT_TOP
+    return logits.to(torch.bfloat16).to(torch.float32)
 
 
 def call_drafter(fn: DraftFn, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Give ``fn`` logits whose softmax at the draft temperature is ``q``; check its answer."""
-    logits = (torch.log(q.double()) * DRAFT_TEMPERATURE).to(torch.float32)
-    result = fn(logits, DRAFT_TEMPERATURE)
-    if not isinstance(result, tuple | list) or len(result) != 2:
-        raise VerifierError("a drafter must return (tokens [B], probs [B, V])")
-    tokens = torch.as_tensor(result[0]).to(torch.int64).reshape(-1)
-    probs = torch.as_tensor(result[1]).to(torch.float32)
-    if tokens.shape != q.shape[:1] or probs.shape != q.shape:
-        raise VerifierError(
-            f"drafter returned shapes {tuple(tokens.shape)} and {tuple(probs.shape)}, "
-            f"expected {tuple(q.shape[:1])} and {tuple(q.shape)}"
-        )
+    """Give ``fn`` LLM-scale logits of the rows ``q`` at the temperatures 0.6, 0.7 and 1 (row b
+    at ``DRAFT_TEMPERATURES[b % 3]``); check its answers."""
+    tokens = torch.empty(q.shape[:1], dtype=torch.int64)
+    probs = torch.empty(q.shape, dtype=torch.float32)
+    group = torch.arange(q.shape[0]) % len(DRAFT_TEMPERATURES)
+    for index, temperature in enumerate(DRAFT_TEMPERATURES):
+        rows = group == index
+        if not bool(rows.any()):
+            continue
+        result = fn(drafter_logits(q[rows], temperature), temperature)
+        if not isinstance(result, tuple | list) or len(result) != 2:
+            raise VerifierError("a drafter must return (tokens [B], probs [B, V])")
+        drawn = torch.as_tensor(result[0]).to(torch.int64).reshape(-1)
+        reported = torch.as_tensor(result[1]).to(torch.float32)
+        if drawn.shape != q[rows].shape[:1] or reported.shape != q[rows].shape:
+            raise VerifierError(
+                f"drafter returned shapes {tuple(drawn.shape)} and {tuple(reported.shape)}, "
+                f"expected {tuple(q[rows].shape[:1])} and {tuple(q[rows].shape)}"
+            )
+        tokens[rows], probs[rows] = drawn, reported
     if bool(((tokens < 0) | (tokens >= q.shape[-1])).any()):
         raise VerifierError("the drafter returned a token id outside the vocabulary")
     return tokens, probs

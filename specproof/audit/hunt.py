@@ -29,9 +29,14 @@ from .harness import (
     vllm_metadata,
 )
 from .report import AuditReport, CaseResult
+from .requests import MASKED_LOGIT
 
 DEFAULT_BATCH = 1 << 18
 CONFIDENCE = 0.95
+HUNT_GAMMA = 4
+"""Drafts per hunted round: a rule switched on only from 3 drafts is inside the hunt."""
+DEFAULT_BUDGET = 45.0
+"""Seconds per hunt case when the command runs the hunt by default."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ class HuntCase:
     description: str
 
 
-def hunt_cases(gamma: int = 2, vocab: int = 2) -> list[HuntCase]:
+def hunt_cases(gamma: int = HUNT_GAMMA, vocab: int = 2) -> list[HuntCase]:
     e0, e1 = torch.eye(vocab)[0], torch.eye(vocab)[1]
     return [
         HuntCase(
@@ -83,10 +88,12 @@ def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> C
     """Inputs for ``batch`` rounds of the case, built once; returns [batch, gamma + 1] outputs."""
     gamma, vocab = case.draft.shape
     tokens = case.tokens.repeat(batch, 1)
-    if signature == "vllm":
+    if signature.startswith("vllm"):
         flat_tokens = tokens.reshape(-1).to(torch.int32)
         draft = case.draft.repeat(batch, 1)
         target = case.target[:gamma].repeat(batch, 1)
+        if signature == "vllm-logits":
+            target = torch.where(target > 0, 0.0, MASKED_LOGIT)
         bonus = case.target[gamma].argmax().repeat(batch, 1).to(torch.int32)
         cu = torch.arange(1, batch + 1, dtype=torch.int32) * gamma
         metadata = vllm_metadata(batch)
@@ -134,8 +141,10 @@ def hunt_case(
     batch: int | None = None,
     timeout: float = 600.0,
     progress: Callable[[int, int], None] | None = None,
+    budget: float | None = None,
 ) -> CaseResult:
-    """Run ``rounds`` rounds of one hunt case; exact verdict (alpha = 0)."""
+    """Run ``rounds`` rounds of one hunt case, or (``budget``) as many as fit in that many
+    seconds, up to ``rounds``; exact verdict (alpha = 0)."""
     if batch is None:
         batch = 64 if signature == "hf" else DEFAULT_BATCH
     batch = max(1, min(batch, rounds))
@@ -145,6 +154,7 @@ def hunt_case(
     expected = torch.full((gamma + 1,), PLACEHOLDER, dtype=torch.int64)
     expected[: len(case.expected)] = torch.tensor(case.expected)
     deadline = time.monotonic() + timeout
+    stop_at = None if budget is None else time.monotonic() + budget
     done = 0
     while done < rounds:
         try:
@@ -182,6 +192,10 @@ def hunt_case(
                 summary=f"impossible output {seen} in round {index}",
             )
         done += take
+        if stop_at is not None and time.monotonic() > stop_at:
+            if progress is not None:
+                progress(done, done)
+            break
         if progress is not None:
             progress(done, rounds)
         if time.monotonic() > deadline and done < rounds:
@@ -190,12 +204,12 @@ def hunt_case(
                 case.name, "timeout", done, None, None, 0.0, None, None, "FAIL", detail
             )
     detail = (
-        f"no impossible event in {rounds} rounds: rate < {excluded_rate(rounds):.3g} "
+        f"no impossible event in {done} rounds: rate < {excluded_rate(done):.3g} "
         f"(= -ln(0.05)/N) at 95 %"
     )
     summary = detail
     return CaseResult(
-        case.name, "hunt", rounds, None, None, 0.0, None, None, "pass", detail, summary=summary
+        case.name, "hunt", done, None, None, 0.0, None, None, "pass", detail, summary=summary
     )
 
 
@@ -208,7 +222,10 @@ def hunt_verifier(
     batch: int | None = None,
     timeout: float = 600.0,
     bars: Callable[[str], Callable[[int, int], None]] | None = None,
+    budget: float | None = None,
 ) -> AuditReport:
+    """Every hunt case for ``rounds`` rounds, or for ``budget`` seconds each (at most
+    ``rounds``)."""
     start = time.perf_counter()
     report = AuditReport(getattr(fn, "__name__", "verifier"), f"{signature} hunt")
     for case in hunt_cases():
@@ -222,6 +239,7 @@ def hunt_verifier(
                 batch=batch,
                 timeout=timeout,
                 progress=bars(case.name) if bars else None,
+                budget=budget,
             )
         )
     report.seconds = time.perf_counter() - start

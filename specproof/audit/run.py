@@ -293,6 +293,13 @@ def audit_verifier(
         )
         if fail_fast and not report.passed:
             break
+    if drafter is not None and calls and not (fail_fast and not report.passed):
+        from .drafters import drafter_calls, fidelity_rows
+
+        if progress:
+            progress("fidelity: the law drawn from against the q reported, LLM-scale rows")
+        report.results += fidelity_rows(drafter, alpha=alpha, beta=beta, seed=seed)
+        report.results += drafter_calls(drafter, alpha=alpha, beta=beta, delta=delta, seed=seed)
     if calls and drafter is None and not (fail_fast and not report.passed):
         from .calls import audit_calls
 
