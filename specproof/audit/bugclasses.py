@@ -170,7 +170,7 @@ CLASSES: tuple[BugClass, ...] = (
     ),
     BugClass(
         "a reused coin",
-        "flashinfer-ai/flashinfer PR 424 (Aug 2024, unique uniform samples)",
+        "flashinfer-ai/flashinfer PR 424 (Aug 2024: 'use unique uniform samples')",
         "one uniform per request for every position's acceptance test",
         "shared_coin",
         "flashinfer",
@@ -179,7 +179,8 @@ CLASSES: tuple[BugClass, ...] = (
     ),
     BugClass(
         "rows of position 0 at every position",
-        "flashinfer-ai/flashinfer PR 425 (Aug 2024)",
+        "flashinfer-ai/flashinfer PR 425 (Aug 2024: a correctness fix of the speculative "
+        "sampling kernels; that this was its mechanism is not confirmed here)",
         "every position reads the target and draft rows of position 0",
         "position_zero_rows",
         "flashinfer",
@@ -188,7 +189,8 @@ CLASSES: tuple[BugClass, ...] = (
     ),
     BugClass(
         "residual drawn from p",
-        "SafeAILab/EAGLE PR 47 (Mar 2024, a non-greedy sampling bug)",
+        "SafeAILab/EAGLE PR 47 (Mar 2024: a non-greedy sampling bug; that this was its "
+        "mechanism is not confirmed here)",
         "the token after a rejection drawn from p instead of norm(max(p - q, 0))",
         "residual_from_p",
         "flashinfer",
@@ -261,7 +263,8 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
             **stat,  # type: ignore[arg-type]
         )
     if bug.case.startswith("fidelity"):
-        return [r for r in fidelity_rows(model, seed=seed, **stat) if r.case == bug.case]
+        temperature = float(bug.case.removeprefix("fidelity-T"))
+        return fidelity_rows(model, seed=seed, temperatures=(temperature,), **stat)
     problem = next(p for p in verifier_problems(seed) if p.name == bug.case)
     fn, drafter = (examples.rejection_sample, model) if bug.drafter else (model, None)
     report = audit_verifier(

@@ -90,11 +90,12 @@ def fidelity_rows(
     delta: float = DEFAULT_FIDELITY_DELTA,
     tolerance: float = 1e-4,
     seed: int = 0,
+    temperatures: tuple[float, ...] = TEMPERATURES,
 ) -> list[CaseResult]:
     """One statistical row per (temperature, logits row): drawn tokens against reported q."""
     results = []
     torch.manual_seed(seed)
-    for temperature in TEMPERATURES:
+    for temperature in temperatures:
         case = f"fidelity-T{temperature:g}"
         for index, row in enumerate(llm_rows(seed)):
             probe = torch.as_tensor(fn(row.unsqueeze(0).clone(), temperature)[1]).double()[0]

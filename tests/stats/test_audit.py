@@ -114,6 +114,8 @@ def test_the_command_passes_and_fails_verifiers(tmp_path: Path) -> None:
         "--large-vocab",
         "256",
         "--quiet",
+        "--hunt",
+        "65536",
         "--json",
         str(out),
     ]
