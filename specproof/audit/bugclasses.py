@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from . import examples
+from .harness import Signature
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class BugClass:
     trigger: str
     model: str
     """Attribute of this module: the model of the mechanism."""
-    signature: str
+    signature: Signature
     case: str
     check: str
     drafter: bool = False
@@ -248,34 +249,30 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     from .run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, audit_verifier
 
     model = globals()[bug.model]
-    stat = {"alpha": DEFAULT_ALPHA, "beta": DEFAULT_BETA}
+    alpha, beta = DEFAULT_ALPHA, DEFAULT_BETA
     if bug.check == "hunt":
         case = next(c for c in hunt_cases() if c.name == bug.case)
-        return [hunt_case(model, bug.signature, case, 1 << 20, seed=seed, batch=1 << 16)]  # type: ignore[arg-type]
+        return [hunt_case(model, bug.signature, case, 1 << 20, seed=seed, batch=1 << 16)]
     if bug.case == "calls":
         problem = calls_problem(bug.signature, seed)
         return audit_calls(
-            model,
-            bug.signature,
-            problem,
-            delta=DEFAULT_DELTA,
-            seed=seed,
-            **stat,  # type: ignore[arg-type]
+            model, bug.signature, problem, alpha=alpha, beta=beta, delta=DEFAULT_DELTA, seed=seed
         )
     if bug.case.startswith("fidelity"):
         temperature = float(bug.case.removeprefix("fidelity-T"))
-        return fidelity_rows(model, seed=seed, temperatures=(temperature,), **stat)
+        return fidelity_rows(model, alpha=alpha, beta=beta, seed=seed, temperatures=(temperature,))
     problem = next(p for p in verifier_problems(seed) if p.name == bug.case)
     fn, drafter = (examples.rejection_sample, model) if bug.drafter else (model, None)
     report = audit_verifier(
         fn,
-        bug.signature,  # type: ignore[arg-type]
+        bug.signature,
         problems=[problem],
         drafter=drafter,
         calls=False,
         seed=seed,
+        alpha=alpha,
+        beta=beta,
         delta=DEFAULT_DELTA,
-        **stat,
     )
     return report.results
 

@@ -80,7 +80,9 @@ def collision_probability(drafts: Drafts, bonus_given: bool) -> np.ndarray:
     return total
 
 
-def _flashinfer_call(fn: Verifier, drafts: Drafts, stream: torch.Generator, seed: int | None):
+def _flashinfer_call(
+    fn: Verifier, drafts: Drafts, stream: torch.Generator, seed: int | None
+) -> torch.Tensor:
     """One dense call (fixed draft length) with FlashInfer's signature; ``seed``: a fresh
     ``generator=`` seeded so (the function must accept it), None: torch's global stream,
     reseeded from the audit's stream."""

@@ -18,7 +18,7 @@ form of one round (accepted x_1..x_{j} then a residual token z at j + 1, or the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 import numpy as np
@@ -136,7 +136,7 @@ def binned_round_law(problem: TableProblem) -> Law:
     return law
 
 
-def position_law(law: dict[Outcome, float]) -> dict[int, dict[tuple[int, int, int], float]]:
+def position_law(law: Mapping[Outcome, float]) -> dict[int, dict[tuple[int, int, int], float]]:
     """For each output position j = 1..gamma + 1, the law of (draft length, tokens emitted,
     class of the token at j, or -1 when fewer were emitted): a function of the round outcome,
     so its TV from the correct law is at most the round's. Works on counts as well."""
