@@ -176,6 +176,17 @@ def verifier_problems(seed: int = 0, large_vocab: int = LARGE_VOCAB) -> list[Tab
             "seeded and unseeded requests; V=6 with 2 tokens filtered out",
         ),
     ]
+    problems.append(
+        TableProblem(
+            "requests-random",
+            request_p,
+            request_q,
+            ragged=True,
+            requests=request_kinds(REQUEST_KEPT),
+            description="the request case's random rows, for signatures without vLLM's "
+            "metadata (hf: each row's own temperature)",
+        )
+    )
     from .adversarial import adversarial_problems
 
     return problems + adversarial_problems()
@@ -201,8 +212,11 @@ def calls_problem(signature: str, seed: int = 0) -> TableProblem:
 
 
 def applies(problem: TableProblem, signature: str) -> bool:
-    """Whether a signature can express the problem: greedy rows exist only in vLLM's."""
-    return signature.startswith("vllm") or not any(problem.greedy_modes)
+    """Whether a signature can express the problem: greedy rows exist only in vLLM's (which
+    gets the request case whole, so not its random half)."""
+    if signature.startswith("vllm"):
+        return problem.name != "requests-random"
+    return not any(problem.greedy_modes)
 
 
 # Scheduler cases --------------------------------------------------------------------------

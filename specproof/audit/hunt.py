@@ -84,6 +84,13 @@ def rounds_to_find(rate: float, confidence: float = CONFIDENCE) -> int:
 Call = Callable[[int, torch.Generator], torch.Tensor]
 
 
+def _projected(done: int, budget: float | None, stop_at: float) -> int:
+    """Rounds a budgeted hunt will have run at its end, at the pace so far (progress bars)."""
+    assert budget is not None
+    elapsed = budget - (stop_at - time.monotonic())
+    return max(done + 1, int(done * budget / max(elapsed, 1e-9)))
+
+
 def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> Call:
     """Inputs for ``batch`` rounds of the case, built once; returns [batch, gamma + 1] outputs."""
     gamma, vocab = case.draft.shape
@@ -197,7 +204,7 @@ def hunt_case(
                 progress(done, done)
             break
         if progress is not None:
-            progress(done, rounds)
+            progress(done, rounds if stop_at is None else _projected(done, budget, stop_at))
         if time.monotonic() > deadline and done < rounds:
             detail = f"{case.name}/hunt: timed out after {timeout:g} s at {done} of {rounds} rounds"
             return CaseResult(
