@@ -43,8 +43,14 @@ def _draw(
     return index.clamp_max(weights.shape[-1] - 1)
 
 
-def _bf16_uniform_like(shape: tuple[int, ...]) -> torch.Tensor:
-    return torch.rand(shape, dtype=torch.float32).to(torch.bfloat16).to(torch.float64)
+def _float32_uniform(
+    shape: tuple[int, int], generators: dict[int, torch.Generator]
+) -> torch.Tensor:
+    """float32 uniforms (as the bug draws them); a seeded request's row from its generator."""
+    u = torch.rand(shape, dtype=torch.float32)
+    for row, own in generators.items():
+        u[row] = torch.rand(shape[1], generator=own, dtype=torch.float32)
+    return u
 
 
 def _top_k(q: torch.Tensor) -> torch.Tensor:
@@ -96,19 +102,21 @@ def make_verifier(bug: str | None = None) -> Verifier:
         px = p_rows.gather(2, tokens.unsqueeze(2)).squeeze(2)
         qx = q_rows.gather(2, tokens.unsqueeze(2)).squeeze(2)
         u = torch.rand((batch, width), dtype=torch.float64)
+        own_generators = dict(getattr(sampling_metadata, "generators", None) or {})
         own_draws = {
             row: torch.rand(width + 1, generator=own, dtype=torch.float64)
-            for row, own in (getattr(sampling_metadata, "generators", None) or {}).items()
+            for row, own in own_generators.items()
         }
         for row, draws in own_draws.items():
             u[row] = draws[:width]
         if bug == "shared-uniform":
             u = u[:, :1].expand(batch, width)
         if bug == "uniform-float32-le":
-            u32 = torch.rand((batch, width), dtype=torch.float32).double()
+            u32 = _float32_uniform((batch, width), own_generators).double()
             accept = u32 * qx <= px
         elif bug == "uniform-bf16":
-            accept = _bf16_uniform_like((batch, width)) * qx < px
+            u16 = _float32_uniform((batch, width), own_generators).to(torch.bfloat16)
+            accept = u16.double() * qx < px
         elif bug == "ratio-swapped":
             accept = u * px < qx
         elif bug == "threshold-eps":
