@@ -136,13 +136,14 @@ def binned_round_law(problem: TableProblem) -> Law:
     return law
 
 
-def position_law(law: Mapping[Outcome, float]) -> dict[int, dict[tuple[int, int, int], float]]:
-    """For each output position j = 1..gamma + 1, the law of (draft length, tokens emitted,
-    class of the token at j, or -1 when fewer were emitted): a function of the round outcome,
-    so its TV from the correct law is at most the round's. Works on counts as well."""
+def position_law(
+    law: Mapping[Outcome, float], positions: int
+) -> dict[int, dict[tuple[int, int, int], float]]:
+    """For each output position j = 1..``positions`` (gamma + 1), the law of (draft length,
+    tokens emitted, class of the token at j, or -1 when fewer were emitted): a function of the
+    round outcome, so its TV from the correct law is at most the round's. Works on counts."""
     out: dict[int, dict[tuple[int, int, int], float]] = {}
-    longest = max(len(key) - 2 for key in law)
-    for j in range(1, longest + 1):
+    for j in range(1, positions + 1):
         rows: dict[tuple[int, int, int], float] = {}
         for (length, _, *tokens), mass in law.items():
             key = (length, len(tokens), tokens[j - 1] if len(tokens) >= j else -1)

@@ -143,7 +143,7 @@ def audit_problem(
     completed = tokens_law(problem)
     bins = HashPartition(8, salt=seed) if len(completed) > 120 else None
     joint = (
-        [position_law(exact_law)[j] for j in range(1, problem.gamma + 2)]
+        [position_law(exact_law, problem.gamma + 1)[j] for j in range(1, problem.gamma + 2)]
         if (problem.positions)
         else [exact_law]
     )
@@ -213,7 +213,7 @@ def audit_problem(
     ] = [("tokens", tokens_samples, completed, bins)]
     if not lossless_only:
         if problem.positions:
-            observed = position_law(counts)
+            observed = position_law(counts, problem.gamma + 1)
             rounds_checks: list[Any] = [
                 (f"position {j}", observed.get(j, {}), law_j, None)
                 for j, law_j in enumerate(joint, start=1)
