@@ -19,6 +19,7 @@ from specproof.reference import (
 from specproof.stats import HashPartition
 
 from .harness import TableProblem
+from .requests import request_kinds
 
 LARGE_VOCAB = 50_257
 
@@ -51,6 +52,24 @@ def _no_ties(rows: np.ndarray) -> np.ndarray:
 
 SMALL_VOCAB = 4
 GAMMA = 2
+LONG_GAMMA = 7
+"""Draft length of the long case (V = 2: the joint round law has 2^9 - 2 cells)."""
+RAGGED_GAMMA = 8
+"""Longest draft of the long ragged case (V = 3, lengths 0..8, per-position rows)."""
+REQUEST_KEPT = 4
+"""Tokens with target mass in each row of the request case (V = 6: two are filtered out)."""
+
+
+def _kept_rows(rng: np.random.Generator, shape: tuple[int, ...], kept: int) -> np.ndarray:
+    """Rows with exactly ``kept`` tokens of mass >= 0.1 each (unique argmax), zeros elsewhere."""
+    vocab = shape[-1]
+    rows = np.zeros(shape)
+    flat = rows.reshape(-1, vocab)
+    for row in flat:
+        tokens = rng.choice(vocab, size=kept, replace=False)
+        mass = 0.1 + (1 - 0.1 * kept) * rng.dirichlet(np.ones(kept))
+        row[tokens] = mass
+    return _no_ties(rows)
 
 
 def verifier_problems(seed: int = 0, large_vocab: int = LARGE_VOCAB) -> list[TableProblem]:
@@ -125,14 +144,79 @@ def verifier_problems(seed: int = 0, large_vocab: int = LARGE_VOCAB) -> list[Tab
             description="greedy and random rows, lengths 0..2, one batch (vLLM only)",
         ),
     ]
+    long_p, long_q = _rows(rng, (LONG_GAMMA + 1, 2, 2)), _rows(rng, (LONG_GAMMA, 2, 2))
+    ragged_p = _rows(rng, (RAGGED_GAMMA + 1, 2, 3))
+    ragged_q = _rows(rng, (RAGGED_GAMMA, 2, 3))
+    request_p = _kept_rows(rng, (gamma + 1, states, 6), REQUEST_KEPT)
+    request_q = _rows(rng, (gamma, states, 6))
+    problems += [
+        TableProblem(
+            "long",
+            long_p,
+            long_q,
+            description=f"V=2, gamma={LONG_GAMMA}: the joint law of every round outcome",
+        ),
+        TableProblem(
+            "long-ragged",
+            ragged_p,
+            ragged_q,
+            ragged=True,
+            positions=True,
+            description=f"V=3, draft lengths 0..{RAGGED_GAMMA} in one batch, per-position rows",
+        ),
+        TableProblem(
+            "requests",
+            request_p,
+            request_q,
+            ragged=True,
+            greedy_modes=(False, True),
+            requests=request_kinds(REQUEST_KEPT),
+            seeded=True,
+            description="per-request temperature, top-k, top-p; greedy and random rows; "
+            "seeded and unseeded requests; V=6 with 2 tokens filtered out",
+        ),
+    ]
+    problems.append(
+        TableProblem(
+            "requests-random",
+            request_p,
+            request_q,
+            ragged=True,
+            requests=request_kinds(REQUEST_KEPT),
+            description="the request case's random rows, for signatures without vLLM's "
+            "metadata (hf: each row's own temperature)",
+        )
+    )
     from .adversarial import adversarial_problems
 
     return problems + adversarial_problems()
 
 
+def calls_problem(signature: str, seed: int = 0) -> TableProblem:
+    """The table of the calls rows: random rows of the request case (vLLM signatures: mixed
+    requests, half of them seeded, lengths 0..2) or of the small-vocabulary case."""
+    problems = {p.name: p for p in verifier_problems(seed, 2)}
+    if signature.startswith("vllm"):
+        source = problems["requests"]
+        return TableProblem(
+            "calls",
+            source.target,
+            source.draft,
+            ragged=True,
+            requests=source.requests,
+            seeded=True,
+            description="identical inputs, called again (random rows, half seeded)",
+        )
+    source = problems["small-vocab"]
+    return TableProblem("calls", source.target, source.draft, description="identical inputs")
+
+
 def applies(problem: TableProblem, signature: str) -> bool:
-    """Whether a signature can express the problem: greedy rows exist only in vLLM's."""
-    return signature == "vllm" or not any(problem.greedy_modes)
+    """Whether a signature can express the problem: greedy rows exist only in vLLM's (which
+    gets the request case whole, so not its random half)."""
+    if signature.startswith("vllm"):
+        return problem.name != "requests-random"
+    return not any(problem.greedy_modes)
 
 
 # Scheduler cases --------------------------------------------------------------------------

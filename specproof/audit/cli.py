@@ -13,7 +13,9 @@ from typing import Any
 
 from .cases import LARGE_VOCAB, verifier_problems
 from .harness import Signature
+from .hunt import DEFAULT_BUDGET
 from .report import AuditReport
+from .requests import GREEDY_TEMPERATURE, LEGACY_GREEDY_TEMPERATURE
 from .run import (
     DEFAULT_ALPHA,
     DEFAULT_BETA,
@@ -25,7 +27,8 @@ from .run import (
     progress_bar,
 )
 
-SIGNATURES = ("flashinfer", "vllm", "hf")
+SIGNATURES = ("flashinfer", "vllm", "vllm-logits", "hf")
+MARKERS = {"0": GREEDY_TEMPERATURE, "-1": LEGACY_GREEDY_TEMPERATURE}
 
 
 def load_callable(path: str) -> Callable[..., Any]:
@@ -128,8 +131,10 @@ def parser() -> argparse.ArgumentParser:
         "--signature",
         choices=SIGNATURES,
         help="audit a verifier with FlashInfer's chain_speculative_sampling, vLLM's "
-        "rejection_sample, or the batch-1 logits signature hf(draft_tokens [1, n], "
-        "draft_logits [1, n, V], target_logits [1, n + 1, V], temperature) -> tokens [1, m]",
+        "rejection_sample (target probabilities), vllm-logits (the same with raw target logits: "
+        "the verifier applies each request's temperature, top-k and top-p), or the batch-1 "
+        "logits signature hf(draft_tokens [1, n], draft_logits [1, n, V], target_logits "
+        "[1, n + 1, V], temperature) -> tokens [1, m]",
     )
     kind.add_argument(
         "--scheduler",
@@ -146,8 +151,26 @@ def parser() -> argparse.ArgumentParser:
         "--hunt",
         type=_positive(int, "--hunt"),
         metavar="N",
-        help="also run N rounds of each rare-event case, where any bug shows as an impossible "
-        "output; reports the rate it excludes",
+        help="run N rounds of each rare-event case (where any bug shows as an impossible "
+        "output) instead of the default time budget; reports the rate it excludes",
+    )
+    out.add_argument(
+        "--hunt-seconds",
+        type=_positive(float, "--hunt-seconds"),
+        default=DEFAULT_BUDGET,
+        metavar="S",
+        help=f"seconds per rare-event case of the hunt a verifier audit runs by default "
+        f"(default {DEFAULT_BUDGET:g}); the report states the rate each case excludes",
+    )
+    out.add_argument(
+        "--no-hunt", action="store_true", help="skip the rare-event hunt (statistical rows only)"
+    )
+    out.add_argument(
+        "--greedy-marker",
+        choices=tuple(MARKERS),
+        default="0",
+        help="temperature that marks greedy requests in vLLM's metadata: 0 (vLLM since PR "
+        "27077, October 2025; default) or -1 (older releases)",
     )
     out.add_argument(
         "--json", metavar="PATH", help="also write the report as JSON (folder must exist)"
@@ -204,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.scheduler and (args.drafter or args.hunt):
         print("specproof audit: --drafter and --hunt apply to verifiers", file=sys.stderr)
         return 2
+    if args.hunt and args.no_hunt:
+        print("specproof audit: --hunt and --no-hunt exclude each other", file=sys.stderr)
+        return 2
     if args.delta <= args.tolerance:
         print("specproof audit: --delta must exceed --tolerance", file=sys.stderr)
         return 2
@@ -222,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             "timeout": args.timeout,
             "problems": verifier_problems(args.seed, args.large_vocab),
             "bars": None if args.quiet else progress_bar(),
+            "marker": MARKERS[args.greedy_marker],
         }
     try:
         report = audit(
@@ -232,16 +259,17 @@ def main(argv: list[str] | None = None) -> int:
             progress=None if args.quiet else lines,
             **options,
         )
-        if args.hunt:
+        if args.signature and not args.drafter and not args.no_hunt:
             from .hunt import hunt_verifier
 
             hunted = hunt_verifier(
                 load_callable(args.target),
                 args.signature,
-                args.hunt,
+                args.hunt or 2**62,
                 seed=args.seed,
                 timeout=args.timeout,
                 bars=None if args.quiet else progress_bar(),
+                budget=None if args.hunt else args.hunt_seconds,
             )
             report.results += hunted.results
             report.notes += hunted.notes

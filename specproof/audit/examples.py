@@ -13,15 +13,33 @@ import torch
 PLACEHOLDER = -1
 
 
-def _draw(rows: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """Inverse CDF in float64, one token per row; an all-zero row falls back to its argmax."""
+def _draw(
+    rows: torch.Tensor, generator: torch.Generator | None, u: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Inverse CDF in float64, one token per row (at uniforms ``u`` when given); an all-zero row
+    falls back to its argmax."""
     rows64 = rows.to(torch.float64)
     cdf = rows64.cumsum(-1)
     total = cdf[..., -1:]
-    u = torch.rand(rows.shape[:-1], generator=generator, dtype=torch.float64).unsqueeze(-1)
-    index = torch.searchsorted(cdf, u * total, right=True).squeeze(-1)
+    if u is None:
+        u = torch.rand(rows.shape[:-1], generator=generator, dtype=torch.float64)
+    index = torch.searchsorted(cdf, u.unsqueeze(-1) * total, right=True).squeeze(-1)
     index = index.clamp_max(rows.shape[-1] - 1)
     return torch.where(total.squeeze(-1) > 0, index, rows64.argmax(-1))
+
+
+def _uniforms(
+    batch: int,
+    width: int,
+    generator: torch.Generator | None,
+    generators: dict[int, torch.Generator] | None,
+) -> torch.Tensor:
+    """[batch, width] float64 uniforms; a row with its own generator draws its row from it
+    (vLLM's per-request generators: a seeded request's draws do not depend on its batch)."""
+    u = torch.rand((batch, width), generator=generator, dtype=torch.float64)
+    for row, own in (generators or {}).items():
+        u[row] = torch.rand(width, generator=own, dtype=torch.float64)
+    return u
 
 
 def _verify_rows(
@@ -33,16 +51,33 @@ def _verify_rows(
     generator: torch.Generator | None,
     biased: bool,
     greedy: torch.Tensor | None = None,
+    generators: dict[int, torch.Generator] | None = None,
+    bug: str | None = None,
 ) -> torch.Tensor:
     """Dense chain verification: ``target_probs`` holds gamma rows (+1 bonus row when ``bonus``
     is None); row b verifies its first ``lengths[b]`` drafts; ``greedy`` rows keep drafts equal
-    to the target argmax and end with the argmax."""
+    to the target argmax and end with the argmax. ``bug`` switches on one of the public bug
+    classes of :mod:`specproof.audit.bugclasses` (None: correct)."""
     batch, gamma = draft_tokens.shape
     tokens = draft_tokens.to(torch.int64)
+    if bug == "position-zero-rows":  # every position reads the rows of position 0
+        target_probs = target_probs[:, :1].expand_as(target_probs)
+        draft_probs = draft_probs[:, :1].expand_as(draft_probs)
     p_draft = target_probs[:, :gamma].gather(2, tokens.unsqueeze(2)).squeeze(2).double()
     q_draft = draft_probs.gather(2, tokens.unsqueeze(2)).squeeze(2).double()
-    u = torch.rand((batch, gamma), generator=generator, dtype=torch.float64)
-    accept = (q_draft > 0) & (u * q_draft < p_draft)  # u in [0, 1): accept w.p. min(1, p/q)
+    coins = _uniforms(batch, gamma + 2, generator, generators)
+    u, u_correction, u_bonus = coins[:, :gamma], coins[:, gamma], coins[:, gamma + 1]
+    if bug == "shared-coin":  # one uniform per request for every position
+        u = u[:, :1].expand(batch, gamma)
+    if bug == "uniform-grid-le":  # a uniform that can be exactly 0, compared with <=
+        accept = (q_draft > 0) & (torch.floor(u * 2.0**16) / 2.0**16 * q_draft <= p_draft)
+    else:
+        ratio = p_draft
+        if bug == "relaxed-from-3-drafts":  # a looser rule switched on from 3 drafts
+            ratio = torch.where((lengths >= 3).unsqueeze(1), 2 * p_draft, p_draft)
+        accept = (q_draft > 0) & (u * q_draft < ratio)  # u in [0, 1): accept w.p. min(1, p/q)
+    if bug == "always-greedy":
+        greedy = torch.ones(batch, dtype=torch.bool)
     if greedy is not None:
         best = target_probs[:, :gamma].argmax(-1)
         accept = torch.where(greedy.unsqueeze(1), tokens == best, accept)
@@ -58,13 +93,23 @@ def _verify_rows(
         p_stop = target_probs[rows, stop].double()
         q_stop = draft_probs[rows, stop].double()
         residual = p_stop if biased else (p_stop - q_stop).clamp_min(0)
-        correction = _draw(residual, generator)
+        correction = _draw(residual, None, u_correction)
+        if bug == "mixed-generator-noise" and generators:
+            # unseeded rows of a batch with seeded ones: the exponential noise the residual
+            # is divided by is never filled in (left at 0), and argmax takes the first NaN
+            unseeded = torch.ones(batch, dtype=torch.bool)
+            unseeded[list(generators)] = False
+            unfilled = (residual / torch.zeros_like(residual)).argmax(-1)
+            correction = torch.where(unseeded, unfilled, correction)
         if greedy is not None:
             correction = torch.where(greedy, p_stop.argmax(-1), correction)
     else:
         correction = torch.zeros(batch, dtype=torch.int64)
     if bonus is None:
-        bonus = _draw(target_probs[rows, lengths].double(), generator)
+        bonus_row = target_probs[rows, lengths].double()
+        if bug == "bonus-from-last-draft-row":
+            bonus_row = target_probs[rows, (lengths - 1).clamp_min(0)].double()
+        bonus = _draw(bonus_row, None, u_bonus)
     final = torch.where(rejected, correction, bonus.to(torch.int64))
     out[rows, accepted] = final
     return out
@@ -125,10 +170,13 @@ def _flashinfer(
     emitted_num: torch.Tensor | None,
     generator: torch.Generator | None,
     biased: bool,
+    bug: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     batch, gamma = draft_token_ids.shape
     lengths = torch.full((batch,), gamma, dtype=torch.int64)
-    out = _verify_rows(draft_probs, draft_token_ids, target_probs, lengths, None, generator, biased)
+    out = _verify_rows(
+        draft_probs, draft_token_ids, target_probs, lengths, None, generator, biased, bug=bug
+    )
     emitted = ((out != PLACEHOLDER).sum(1) - 1).to(torch.int32)  # kept drafts, no bonus
     # accepted_num judges every position on its own (an alignment metric, not a prefix).
     tokens = draft_token_ids.to(torch.int64).unsqueeze(2)
@@ -155,8 +203,9 @@ def rejection_sample(
     sampling_metadata: Any,
 ) -> torch.Tensor:
     """vLLM's signature and semantics in torch: ragged drafts, bonus token given, -1 padding,
-    greedy rows (temperature <= 0 in ``sampling_metadata``). ``draft_probs`` None means one-hot
-    drafts (n-gram)."""
+    greedy rows (temperature <= 0 in ``sampling_metadata``: vLLM's marker 0, or the older -1),
+    per-request generators (``sampling_metadata.generators``: row -> torch.Generator).
+    ``draft_probs`` None means one-hot drafts (n-gram)."""
     return _vllm(
         draft_token_ids,
         num_draft_tokens,
@@ -164,9 +213,67 @@ def rejection_sample(
         draft_probs,
         target_probs,
         bonus_token_ids,
+        sampling_metadata,
         biased=False,
-        greedy=_greedy_rows(sampling_metadata, len(num_draft_tokens)),
     )
+
+
+def rejection_sample_logits(
+    draft_token_ids: torch.Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor | None,
+    target_logits: torch.Tensor,
+    bonus_token_ids: torch.Tensor,
+    sampling_metadata: Any,
+) -> torch.Tensor:
+    """As :func:`rejection_sample`, with raw target logits as current vLLM hands them to its
+    rejection sampler: each request's temperature, top-k and top-p (``sampling_metadata``)
+    are applied at every verified position before verification."""
+    target_probs = process_target_logits(target_logits, num_draft_tokens, sampling_metadata)
+    return rejection_sample(
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_probs,
+        bonus_token_ids,
+        sampling_metadata,
+    )
+
+
+def process_target_logits(
+    logits: torch.Tensor, num_draft_tokens: list[int], metadata: Any, bug: str | None = None
+) -> torch.Tensor:
+    """Each flattened row's request parameters applied to its raw logits (float64 probs);
+    greedy rows (temperature <= 0) are left as softmax(logits): only their argmax is read."""
+    from .requests import apply_request
+
+    batch = len(num_draft_tokens)
+    row_of = torch.repeat_interleave(torch.arange(batch), torch.tensor(num_draft_tokens))
+    temperature = torch.as_tensor(metadata.temperature).reshape(-1).double()
+    top_k = None if metadata.top_k is None else torch.as_tensor(metadata.top_k).reshape(-1)
+    top_p = None if metadata.top_p is None else torch.as_tensor(metadata.top_p).reshape(-1)
+    if bug == "top-p-all-or-nothing" and top_p is not None:
+        random = temperature > 0
+        if not bool((top_p[random] < 1).all()):
+            top_p = None  # applied only when every random request sets it
+    probs = torch.softmax(logits.double(), -1)
+    if bug == "params-at-bonus-only":
+        return probs
+    ks = top_k if top_k is not None else torch.zeros(batch, dtype=torch.int64)
+    ps = top_p if top_p is not None else torch.ones(batch)
+    params = torch.stack([temperature, ks.double(), ps.double()], 1)
+    for values in torch.unique(params[temperature > 0], dim=0).tolist():
+        t, k, p = values
+        rows = (params == torch.tensor(values, dtype=torch.float64)).all(1)
+        mask = rows[row_of]
+        k_used = None if top_k is None else int(k)
+        p_used = None if top_p is None else p
+        probs[mask] = apply_request(logits[mask], t, k_used, p_used)
+    return probs
 
 
 def biased_rejection_sample(
@@ -187,18 +294,20 @@ def biased_rejection_sample(
         draft_probs,
         target_probs,
         bonus_token_ids,
+        sampling_metadata,
         biased=True,
-        greedy=_greedy_rows(sampling_metadata, len(num_draft_tokens)),
     )
 
 
-def _greedy_rows(metadata: Any, batch: int) -> torch.Tensor:
+def _greedy_rows(metadata: Any, batch: int, legacy: bool = False) -> torch.Tensor:
+    """Greedy rows: temperature <= 0 (``legacy``: only the old marker -1, a bug today)."""
     if getattr(metadata, "all_greedy", False):
         return torch.ones(batch, dtype=torch.bool)
     temperature = getattr(metadata, "temperature", None)
     if temperature is None or getattr(metadata, "all_random", False):
         return torch.zeros(batch, dtype=torch.bool)
-    return torch.as_tensor(temperature).reshape(-1) <= 0
+    marks = torch.as_tensor(temperature).reshape(-1)
+    return marks == -1 if legacy else marks <= 0
 
 
 def _vllm(
@@ -208,10 +317,16 @@ def _vllm(
     draft_probs: torch.Tensor | None,
     target_probs: torch.Tensor,
     bonus_token_ids: torch.Tensor,
+    sampling_metadata: Any,
     biased: bool,
-    greedy: torch.Tensor | None = None,
+    bug: str | None = None,
 ) -> torch.Tensor:
     batch, vocab = len(num_draft_tokens), target_probs.shape[-1]
+    greedy = _greedy_rows(sampling_metadata, batch, legacy=bug == "greedy-marker-minus-one")
+    generators = dict(getattr(sampling_metadata, "generators", None) or {})
+    generator = None
+    if bug == "identical-streams":  # a fresh stream, seeded alike, on every call
+        generator = torch.Generator().manual_seed(0)
     width = max(max_spec_len, 1)
     lengths = torch.tensor(num_draft_tokens, dtype=torch.int64)
     valid = torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)
@@ -219,19 +334,21 @@ def _vllm(
     dense_tokens[valid] = draft_token_ids.to(torch.int64)
     if draft_probs is None:
         draft_probs = torch.nn.functional.one_hot(draft_token_ids.to(torch.int64), vocab).float()
-    dense_q = torch.zeros((batch, width, vocab), dtype=torch.float32)
-    dense_p = torch.zeros((batch, width, vocab), dtype=torch.float32)
-    dense_q[valid] = draft_probs.float()
-    dense_p[valid] = target_probs.float()
+    dense_q = torch.zeros((batch, width, vocab), dtype=torch.float64)
+    dense_p = torch.zeros((batch, width, vocab), dtype=torch.float64)
+    dense_q[valid] = draft_probs.double()
+    dense_p[valid] = target_probs.double()
     out = _verify_rows(
         dense_q,
         dense_tokens,
         dense_p,
         lengths,
         bonus_token_ids.reshape(-1),
-        None,
+        generator,
         biased,
         greedy,
+        generators,
+        bug,
     )
     return out[:, : max_spec_len + 1].to(torch.int32)
 

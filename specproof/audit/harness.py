@@ -14,8 +14,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from types import SimpleNamespace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -23,7 +22,15 @@ import torch
 
 from specproof.stats import HashPartition
 
-Signature = Literal["flashinfer", "vllm", "hf"]
+from .requests import (
+    GREEDY_TEMPERATURE,
+    RequestParams,
+    check_margins,
+    raw_logits,
+    vllm_metadata,
+)
+
+Signature = Literal["flashinfer", "vllm", "vllm-logits", "hf"]
 PLACEHOLDER = -1
 
 
@@ -42,8 +49,16 @@ class TableProblem:
     description: str = ""
     greedy_modes: tuple[bool, ...] = (False,)
     """Row kinds drawn uniformly per round: False = random (temperature 1), True = greedy."""
+    positions: bool = False
+    """Test per-position rows (draft length, tokens emitted, the token at position j) instead
+    of the joint round law, whose cells grow as V^gamma."""
     ngram: bool = False
     """Drafts are one-hot (n-gram); the vLLM signature then receives ``draft_probs=None``."""
+    requests: tuple[RequestParams, ...] = ()
+    """Random rows draw their request parameters uniformly from these (temperature 1 when
+    empty); the raw-logit signature gets logits that these parameters process into the rows."""
+    seeded: bool = False
+    """Half of the rows carry their own seeded generator (vLLM's per-request generators)."""
     target32: torch.Tensor = field(init=False, repr=False)
     draft32: torch.Tensor = field(init=False, repr=False)
     target_cdf: torch.Tensor = field(init=False, repr=False)
@@ -62,6 +77,8 @@ class TableProblem:
             raise ValueError(f"{self.name}: greedy_modes needs at least one row kind")
         object.__setattr__(self, "target32", _rows32(self.target))
         object.__setattr__(self, "draft32", _rows32(self.draft))
+        for params in self.requests:
+            check_margins(self.target32.reshape(-1, self.vocab), params)
         # Every row of a batch is one of ``states`` rows per position: draw from their CDFs.
         object.__setattr__(self, "target_cdf", self.target32.double().cumsum(-1))
         object.__setattr__(self, "draft_cdf", self.draft32.double().cumsum(-1))
@@ -187,6 +204,24 @@ class Drafts:
     target_probs: torch.Tensor  # [B, gamma + 1, V] float32
     lengths: torch.Tensor  # [B] draft lengths (all gamma unless ragged)
     greedy: torch.Tensor  # [B] bool: the row is verified at temperature 0
+    kinds: torch.Tensor | None = None  # [B] index into the problem's requests
+    seeds: torch.Tensor | None = None  # [B] the row's own generator seed, -1 for none
+
+    def params(self, problem: TableProblem) -> list[RequestParams]:
+        """Each row's request parameters (greedy rows keep theirs; the marker says greedy)."""
+        if self.kinds is None or not problem.requests:
+            return [RequestParams(1.0)] * len(self.lengths)
+        return [problem.requests[k] for k in self.kinds.tolist()]
+
+    def generators(self) -> dict[int, torch.Generator]:
+        """Fresh generators of the seeded rows (the same seeds give the same streams)."""
+        if self.seeds is None:
+            return {}
+        return {
+            row: torch.Generator().manual_seed(int(seed))
+            for row, seed in enumerate(self.seeds.tolist())
+            if seed >= 0
+        }
 
 
 def categorical(rows: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -214,22 +249,42 @@ DraftFn = Callable[..., Any]
 """A user drafter: ``draft(logits [B, V] float32, temperature: float) -> (tokens [B] int64,
 probs [B, V] float32)``, the tokens it samples and the probabilities it reports for them."""
 
-DRAFT_TEMPERATURE = 1.0
+DRAFT_TEMPERATURES = (0.6, 0.7, 1.0)
+"""Rows of a drafted batch cycle through these temperatures."""
+LOGIT_TOP = 25.0
+"""The largest logit of every row a drafter is given, as an LLM's (bf16-representable rows)."""
+
+
+def drafter_logits(q: torch.Tensor, temperature: float) -> torch.Tensor:
+    """LLM-scale logits for the draft rows ``q``: T log q shifted so the top logit is 25, then
+    rounded to bf16 (so their softmax at T is close to q, not equal: the drafter reports its
+    own q, and the verifier uses what it reports)."""
+    logits = torch.log(q.double()) * temperature
+    logits = logits - logits.max(-1, keepdim=True).values + LOGIT_TOP
+    return logits.to(torch.bfloat16).to(torch.float32)
 
 
 def call_drafter(fn: DraftFn, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Give ``fn`` logits whose softmax at the draft temperature is ``q``; check its answer."""
-    logits = (torch.log(q.double()) * DRAFT_TEMPERATURE).to(torch.float32)
-    result = fn(logits, DRAFT_TEMPERATURE)
-    if not isinstance(result, tuple | list) or len(result) != 2:
-        raise VerifierError("a drafter must return (tokens [B], probs [B, V])")
-    tokens = torch.as_tensor(result[0]).to(torch.int64).reshape(-1)
-    probs = torch.as_tensor(result[1]).to(torch.float32)
-    if tokens.shape != q.shape[:1] or probs.shape != q.shape:
-        raise VerifierError(
-            f"drafter returned shapes {tuple(tokens.shape)} and {tuple(probs.shape)}, "
-            f"expected {tuple(q.shape[:1])} and {tuple(q.shape)}"
-        )
+    """Give ``fn`` LLM-scale logits of the rows ``q`` at the temperatures 0.6, 0.7 and 1 (row b
+    at ``DRAFT_TEMPERATURES[b % 3]``); check its answers."""
+    tokens = torch.empty(q.shape[:1], dtype=torch.int64)
+    probs = torch.empty(q.shape, dtype=torch.float32)
+    group = torch.arange(q.shape[0]) % len(DRAFT_TEMPERATURES)
+    for index, temperature in enumerate(DRAFT_TEMPERATURES):
+        rows = group == index
+        if not bool(rows.any()):
+            continue
+        result = fn(drafter_logits(q[rows], temperature), temperature)
+        if not isinstance(result, tuple | list) or len(result) != 2:
+            raise VerifierError("a drafter must return (tokens [B], probs [B, V])")
+        drawn = torch.as_tensor(result[0]).to(torch.int64).reshape(-1)
+        reported = torch.as_tensor(result[1]).to(torch.float32)
+        if drawn.shape != q[rows].shape[:1] or reported.shape != q[rows].shape:
+            raise VerifierError(
+                f"drafter returned shapes {tuple(drawn.shape)} and {tuple(reported.shape)}, "
+                f"expected {tuple(q[rows].shape[:1])} and {tuple(q[rows].shape)}"
+            )
+        tokens[rows], probs[rows] = drawn, reported
     if bool(((tokens < 0) | (tokens >= q.shape[-1])).any()):
         raise VerifierError("the drafter returned a token id outside the vocabulary")
     return tokens, probs
@@ -267,12 +322,20 @@ def draft_rounds(
     modes = torch.tensor(problem.greedy_modes, dtype=torch.bool)
     greedy = modes[torch.randint(0, len(modes), (batch,), generator=generator)]
     empty = torch.empty((batch, 0), dtype=torch.int64)
+    kinds = seeds = None
+    if problem.requests:
+        kinds = torch.randint(0, len(problem.requests), (batch,), generator=generator)
+    if problem.seeded:
+        seeds = torch.randint(0, 2**62, (batch,), generator=generator)
+        seeds[torch.rand(batch, generator=generator) < 0.5] = -1
     return Drafts(
         torch.stack(tokens, 1) if tokens else empty,
         torch.stack(q_rows, 1) if q_rows else torch.empty((batch, 0, problem.vocab)),
         torch.stack(p_rows, 1),
         lengths,
         greedy,
+        kinds,
+        seeds,
     )
 
 
@@ -346,26 +409,6 @@ def call_flashinfer(fn: Verifier, drafts: Drafts, generator: torch.Generator) ->
     return padded
 
 
-GREEDY_TEMPERATURE = -1.0
-"""vLLM marks greedy requests with temperature -1 in its sampling metadata."""
-
-
-def vllm_metadata(batch: int, greedy: torch.Tensor | None = None) -> SimpleNamespace:
-    """The fields of vLLM's SamplingMetadata that rejection_sample reads."""
-    if greedy is None:
-        greedy = torch.zeros(batch, dtype=torch.bool)
-    temperature = torch.where(greedy, GREEDY_TEMPERATURE, 1.0).to(torch.float32)
-    return SimpleNamespace(
-        all_greedy=bool(greedy.all()) and batch > 0,
-        all_random=not bool(greedy.any()),
-        temperature=temperature,
-        generators={},
-        top_k=None,
-        top_p=None,
-        max_num_logprobs=None,
-    )
-
-
 def bonus_tokens(problem: TableProblem, drafts: Drafts, generator: torch.Generator) -> torch.Tensor:
     """The bonus token of every row, from the target row after its last draft (argmax for
     greedy rows): what an engine samples before calling vLLM's rejection_sample."""
@@ -386,42 +429,85 @@ def bonus_tokens(problem: TableProblem, drafts: Drafts, generator: torch.Generat
     return torch.where(drafts.greedy, best, drawn)
 
 
-def call_vllm(
-    fn: Verifier, drafts: Drafts, problem: TableProblem, generator: torch.Generator
-) -> torch.Tensor:
-    """Call ``fn`` with vLLM's rejection_sample signature (ragged, flattened rows)."""
+def vllm_call(
+    drafts: Drafts,
+    problem: TableProblem,
+    generator: torch.Generator,
+    *,
+    logits: bool = False,
+    marker: float = GREEDY_TEMPERATURE,
+) -> Callable[..., torch.Tensor]:
+    """vLLM's rejection_sample inputs for these drafts (ragged, flattened rows), built once;
+    the returned call can be repeated on identical inputs (fresh per-request generators with
+    the same seeds each time, or ``seeds`` instead). ``logits``: target rows as raw logits
+    (current vLLM hands its sampler raw logits and the request's parameters) instead of
+    processed probabilities."""
     batch, gamma = drafts.tokens.shape
     lengths = drafts.lengths
     keep = torch.arange(gamma).unsqueeze(0) < lengths.unsqueeze(1)  # [B, gamma]
     bonus = bonus_tokens(problem, drafts, generator).to(torch.int32).unsqueeze(1)
     num_draft = lengths.tolist()
-    _seed_torch(generator)
-    out = fn(
+    params = drafts.params(problem)
+    target = drafts.target_probs[:, :gamma][keep].contiguous()
+    if logits:
+        row_of = torch.arange(batch).unsqueeze(1).expand(batch, gamma)[keep]
+        temperature = torch.tensor([p.temperature for p in params], dtype=torch.float64)
+        temperature = torch.where(drafts.greedy, 0.0, temperature)[row_of]
+        dropped = torch.tensor([p.dropped_mass() for p in params], dtype=torch.float64)
+        target = raw_logits(target, temperature, torch.where(drafts.greedy, 0.0, dropped)[row_of])
+    args = (
         drafts.tokens[keep].to(torch.int32).contiguous(),
         num_draft,
         max(num_draft) if num_draft else 0,
         torch.cumsum(lengths, 0).to(torch.int32),
         None if problem.ngram else drafts.draft_probs[keep].contiguous(),
-        drafts.target_probs[:, :gamma][keep].contiguous(),
+        target,
         bonus.contiguous(),
-        vllm_metadata(batch, drafts.greedy),
     )
-    out = torch.as_tensor(out).to(torch.int64)
-    if out.dim() != 2 or out.shape[0] != batch:
-        raise VerifierError(f"output has shape {tuple(out.shape)}, expected [{batch}, n + 1]")
-    padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
-    width = min(out.shape[1], gamma + 1)
-    padded[:, :width] = out[:, :width]
-    if out.shape[1] > gamma + 1:
-        extra = torch.nonzero((out[:, gamma + 1 :] != PLACEHOLDER).any(1))
-        if len(extra):
-            raise VerifierError("a row emitted more than its drafts plus one", int(extra[0, 0]))
-    return padded
+
+    def call(fn: Verifier, seeds: torch.Tensor | None = None) -> torch.Tensor:
+        _seed_torch(generator)
+        own = drafts if seeds is None else replace(drafts, seeds=seeds)
+        metadata = vllm_metadata(
+            batch,
+            drafts.greedy,
+            marker=marker,
+            params=params,
+            generators=own.generators(),
+            vocab=problem.vocab,
+        )
+        out = torch.as_tensor(fn(*args, metadata)).to(torch.int64)
+        if out.dim() != 2 or out.shape[0] != batch:
+            raise VerifierError(f"output has shape {tuple(out.shape)}, expected [{batch}, n + 1]")
+        padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
+        width = min(out.shape[1], gamma + 1)
+        padded[:, :width] = out[:, :width]
+        if out.shape[1] > gamma + 1:
+            extra = torch.nonzero((out[:, gamma + 1 :] != PLACEHOLDER).any(1))
+            if len(extra):
+                raise VerifierError("a row emitted more than its drafts plus one", int(extra[0, 0]))
+        return padded
+
+    return call
+
+
+def call_vllm(
+    fn: Verifier,
+    drafts: Drafts,
+    problem: TableProblem,
+    generator: torch.Generator,
+    *,
+    logits: bool = False,
+    marker: float = GREEDY_TEMPERATURE,
+) -> torch.Tensor:
+    """Call ``fn`` once with vLLM's rejection_sample signature (see :func:`vllm_call`)."""
+    return vllm_call(drafts, problem, generator, logits=logits, marker=marker)(fn)
 
 
 HF_TEMPERATURE = 0.5
-"""Temperature of the hf signature's cases: the logits are T log p, so softmax(logits / T) = p
-exactly when (and only when) the temperature is applied to both sides."""
+"""Temperature of the hf signature's cases (each request's own temperature where the problem
+has requests): the logits are T log p, so softmax(logits / T) = p exactly when (and only when)
+the temperature is applied to both sides."""
 
 
 def call_hf(
@@ -435,7 +521,10 @@ def call_hf(
     """
     batch, gamma = drafts.tokens.shape
     padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
-    scale = HF_TEMPERATURE
+    temperatures = [
+        p.temperature if problem.requests else HF_TEMPERATURE for p in drafts.params(problem)
+    ]
+    scale = torch.tensor(temperatures, dtype=torch.float64).reshape(-1, 1, 1)
     draft_logits = (torch.log(drafts.draft_probs.double()) * scale).to(torch.float32)
     target_logits = (torch.log(drafts.target_probs.double()) * scale).to(torch.float32)
     _seed_torch(generator)
@@ -445,7 +534,7 @@ def call_hf(
             drafts.tokens[row : row + 1, :n].clone(),
             draft_logits[row : row + 1, :n].clone(),
             target_logits[row : row + 1, : n + 1].clone(),
-            HF_TEMPERATURE,
+            temperatures[row],
         )
         out = result[0] if isinstance(result, tuple | list) else result
         out = torch.as_tensor(out).to(torch.int64).reshape(-1)
@@ -512,8 +601,15 @@ def complete(
     return result
 
 
-def verifier_round(fn: Verifier, signature: Signature, drafter: DraftFn | None = None) -> RoundFn:
-    """A round: drafting (correct, or ``drafter``), then ``fn`` verifies, structure checked."""
+def verifier_round(
+    fn: Verifier,
+    signature: Signature,
+    drafter: DraftFn | None = None,
+    *,
+    marker: float = GREEDY_TEMPERATURE,
+) -> RoundFn:
+    """A round: drafting (correct, or ``drafter``), then ``fn`` verifies, structure checked.
+    ``marker``: the temperature that marks greedy rows in vLLM's metadata."""
 
     def run(problem: TableProblem, batch: int, generator: torch.Generator) -> Any:
         drafts = draft_rounds(problem, batch, generator, drafter=drafter)
@@ -522,7 +618,8 @@ def verifier_round(fn: Verifier, signature: Signature, drafter: DraftFn | None =
         elif signature == "hf":
             out = call_hf(fn, drafts, problem, generator)
         else:
-            out = call_vllm(fn, drafts, problem, generator)
+            logits = signature == "vllm-logits"
+            out = call_vllm(fn, drafts, problem, generator, logits=logits, marker=marker)
         check_structure(out, drafts, problem.vocab)
         return out, drafts
 

@@ -29,9 +29,14 @@ from .harness import (
     vllm_metadata,
 )
 from .report import AuditReport, CaseResult
+from .requests import MASKED_LOGIT
 
 DEFAULT_BATCH = 1 << 18
 CONFIDENCE = 0.95
+HUNT_GAMMA = 4
+"""Drafts per hunted round: a rule switched on only from 3 drafts is inside the hunt."""
+DEFAULT_BUDGET = 45.0
+"""Seconds per hunt case when the command runs the hunt by default."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ class HuntCase:
     description: str
 
 
-def hunt_cases(gamma: int = 2, vocab: int = 2) -> list[HuntCase]:
+def hunt_cases(gamma: int = HUNT_GAMMA, vocab: int = 2) -> list[HuntCase]:
     e0, e1 = torch.eye(vocab)[0], torch.eye(vocab)[1]
     return [
         HuntCase(
@@ -79,14 +84,23 @@ def rounds_to_find(rate: float, confidence: float = CONFIDENCE) -> int:
 Call = Callable[[int, torch.Generator], torch.Tensor]
 
 
+def _projected(done: int, budget: float | None, stop_at: float) -> int:
+    """Rounds a budgeted hunt will have run at its end, at the pace so far (progress bars)."""
+    assert budget is not None
+    elapsed = budget - (stop_at - time.monotonic())
+    return max(done + 1, int(done * budget / max(elapsed, 1e-9)))
+
+
 def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> Call:
     """Inputs for ``batch`` rounds of the case, built once; returns [batch, gamma + 1] outputs."""
     gamma, vocab = case.draft.shape
     tokens = case.tokens.repeat(batch, 1)
-    if signature == "vllm":
+    if signature.startswith("vllm"):
         flat_tokens = tokens.reshape(-1).to(torch.int32)
         draft = case.draft.repeat(batch, 1)
         target = case.target[:gamma].repeat(batch, 1)
+        if signature == "vllm-logits":
+            target = torch.where(target > 0, 0.0, MASKED_LOGIT)
         bonus = case.target[gamma].argmax().repeat(batch, 1).to(torch.int32)
         cu = torch.arange(1, batch + 1, dtype=torch.int32) * gamma
         metadata = vllm_metadata(batch)
@@ -134,8 +148,10 @@ def hunt_case(
     batch: int | None = None,
     timeout: float = 600.0,
     progress: Callable[[int, int], None] | None = None,
+    budget: float | None = None,
 ) -> CaseResult:
-    """Run ``rounds`` rounds of one hunt case; exact verdict (alpha = 0)."""
+    """Run ``rounds`` rounds of one hunt case, or (``budget``) as many as fit in that many
+    seconds, up to ``rounds``; exact verdict (alpha = 0)."""
     if batch is None:
         batch = 64 if signature == "hf" else DEFAULT_BATCH
     batch = max(1, min(batch, rounds))
@@ -145,6 +161,7 @@ def hunt_case(
     expected = torch.full((gamma + 1,), PLACEHOLDER, dtype=torch.int64)
     expected[: len(case.expected)] = torch.tensor(case.expected)
     deadline = time.monotonic() + timeout
+    stop_at = None if budget is None else time.monotonic() + budget
     done = 0
     while done < rounds:
         try:
@@ -182,20 +199,24 @@ def hunt_case(
                 summary=f"impossible output {seen} in round {index}",
             )
         done += take
+        if stop_at is not None and time.monotonic() > stop_at:
+            if progress is not None:
+                progress(done, done)
+            break
         if progress is not None:
-            progress(done, rounds)
+            progress(done, rounds if stop_at is None else _projected(done, budget, stop_at))
         if time.monotonic() > deadline and done < rounds:
             detail = f"{case.name}/hunt: timed out after {timeout:g} s at {done} of {rounds} rounds"
             return CaseResult(
                 case.name, "timeout", done, None, None, 0.0, None, None, "FAIL", detail
             )
     detail = (
-        f"no impossible event in {rounds} rounds: rate < {excluded_rate(rounds):.3g} "
+        f"no impossible event in {done} rounds: rate < {excluded_rate(done):.3g} "
         f"(= -ln(0.05)/N) at 95 %"
     )
     summary = detail
     return CaseResult(
-        case.name, "hunt", rounds, None, None, 0.0, None, None, "pass", detail, summary=summary
+        case.name, "hunt", done, None, None, 0.0, None, None, "pass", detail, summary=summary
     )
 
 
@@ -208,7 +229,10 @@ def hunt_verifier(
     batch: int | None = None,
     timeout: float = 600.0,
     bars: Callable[[str], Callable[[int, int], None]] | None = None,
+    budget: float | None = None,
 ) -> AuditReport:
+    """Every hunt case for ``rounds`` rounds, or for ``budget`` seconds each (at most
+    ``rounds``)."""
     start = time.perf_counter()
     report = AuditReport(getattr(fn, "__name__", "verifier"), f"{signature} hunt")
     for case in hunt_cases():
@@ -222,6 +246,7 @@ def hunt_verifier(
                 batch=batch,
                 timeout=timeout,
                 progress=bars(case.name) if bars else None,
+                budget=budget,
             )
         )
     report.seconds = time.perf_counter() - start

@@ -18,7 +18,7 @@ form of one round (accepted x_1..x_{j} then a residual token z at j + 1, or the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 import numpy as np
@@ -83,7 +83,7 @@ def reference_models(problem: TableProblem) -> tuple[TargetModel, Drafter, Token
 
 def exact_round_law(problem: TableProblem, rule_for: RuleFor = default_rule) -> Law:
     """The exact law of the audit's round outcome, (l, g, emitted token classes...)."""
-    if problem.vocab > EXACT_VOCAB:
+    if problem.vocab > EXACT_VOCAB or problem.positions:
         if rule_for is not default_rule or any(problem.greedy_modes):
             raise ValueError(f"{problem.name}: binned laws cover random rows of the chain rule")
         return binned_round_law(problem)
@@ -134,6 +134,22 @@ def binned_round_law(problem: TableProblem) -> Law:
                     step[key2] = step.get(key2, 0.0) + mass * float(totals[c, s2])
             paths = step
     return law
+
+
+def position_law(
+    law: Mapping[Outcome, float], positions: int
+) -> dict[int, dict[tuple[int, int, int], float]]:
+    """For each output position j = 1..``positions`` (gamma + 1), the law of (draft length,
+    tokens emitted, class of the token at j, or -1 when fewer were emitted): a function of the
+    round outcome, so its TV from the correct law is at most the round's. Works on counts."""
+    out: dict[int, dict[tuple[int, int, int], float]] = {}
+    for j in range(1, positions + 1):
+        rows: dict[tuple[int, int, int], float] = {}
+        for (length, _, *tokens), mass in law.items():
+            key = (length, len(tokens), tokens[j - 1] if len(tokens) >= j else -1)
+            rows[key] = rows.get(key, 0) + mass
+        out[j] = rows
+    return out
 
 
 def length_law(law: Law) -> dict[int, float]:

@@ -77,11 +77,12 @@ class AuditReport:
         notes = [f"  {r.detail}" for r in self.results if not r.passed and r.detail]
         footer = list(self.notes)
         statistical = [r for r in self.results if not r.exact and r.beta is not None]
-        if statistical:
-            r = statistical[0]
+        settings = sorted({(r.alpha, r.beta or 0.0, r.delta or 0.0) for r in statistical})
+        for alpha, beta, delta in sorted(settings, key=lambda s: -s[2]):
+            which = "" if len(settings) == 1 else f" ({_cases(statistical, delta)})"
             footer.append(
-                f"statistical rows: false-fail rate <= alpha = {r.alpha:g} each; n gives power "
-                f">= 1 - beta = {1 - (r.beta or 0):g} against TV >= delta = {r.delta:g}"
+                f"statistical rows{which}: false-fail rate <= alpha = {alpha:g} each; n gives "
+                f"power >= 1 - beta = {1 - beta:g} against TV >= delta = {delta:g}"
             )
         if any(r.exact for r in self.results):
             footer.append("exact rows: no false-fail risk (alpha = 0)")
@@ -98,3 +99,8 @@ class AuditReport:
             "notes": self.notes,
             "results": [{**asdict(r), "passed": r.passed} for r in self.results],
         }
+
+
+def _cases(rows: list[CaseResult], delta: float) -> str:
+    names = sorted({r.case for r in rows if r.delta == delta})
+    return ", ".join(names) if len(names) <= 3 else f"{names[0]}, ... {len(names)} cases"

@@ -24,7 +24,7 @@ from specproof.reference import (
 )
 from specproof.stats import HashPartition, goodness_of_fit, required_samples
 
-from .cases import applies, scheduler_cases, verifier_problems
+from .cases import applies, calls_problem, scheduler_cases, verifier_problems
 from .harness import (
     CaseTimeout,
     DraftFn,
@@ -40,8 +40,9 @@ from .harness import (
     sample_rounds,
     verifier_round,
 )
-from .laws import Law, exact_round_law, length_law, lengths_of, tokens_law
+from .laws import Law, exact_round_law, length_law, lengths_of, position_law, tokens_law
 from .report import AuditReport, CaseResult
+from .requests import GREEDY_TEMPERATURE
 
 DEFAULT_ALPHA = 1e-6
 DEFAULT_BETA = 1e-4
@@ -141,10 +142,15 @@ def audit_problem(
     lengths = length_law(exact_law)
     completed = tokens_law(problem)
     bins = HashPartition(8, salt=seed) if len(completed) > 120 else None
+    joint = (
+        [position_law(exact_law, problem.gamma + 1)[j] for j in range(1, problem.gamma + 2)]
+        if (problem.positions)
+        else [exact_law]
+    )
     checked: list[Mapping[Any, object]] = (
         [bins.law(completed) if bins else completed]
         if lossless_only
-        else [exact_law, completed, lengths]
+        else [*joint, bins.law(completed) if bins else completed, lengths]
     )
     n = rounds_needed(checked, alpha, beta, delta, tolerance) if rounds is None else rounds
     deadline = time.monotonic() + timeout
@@ -206,11 +212,15 @@ def audit_problem(
         ]
     ] = [("tokens", tokens_samples, completed, bins)]
     if not lossless_only:
-        checks = [
-            ("round", counts, exact_law, None),
-            *checks,
-            ("length", lengths_of(counts), lengths, None),
-        ]
+        if problem.positions:
+            observed = position_law(counts, problem.gamma + 1)
+            rounds_checks: list[Any] = [
+                (f"position {j}", observed.get(j, {}), law_j, None)
+                for j, law_j in enumerate(joint, start=1)
+            ]
+        else:
+            rounds_checks = [("round", counts, exact_law, None)]
+        checks = [*rounds_checks, *checks, ("length", lengths_of(counts), lengths, None)]
     for check, samples, law, part in checks:
         fit = goodness_of_fit(
             samples,
@@ -253,10 +263,14 @@ def audit_verifier(
     timeout: float = DEFAULT_TIMEOUT,
     drafter: DraftFn | None = None,
     fail_fast: bool = False,
+    marker: float = GREEDY_TEMPERATURE,
+    calls: bool = True,
 ) -> AuditReport:
     """Sample ``fn`` on every problem its signature can express; every statistical row has
     false-fail rate <= alpha and power >= 1 - beta against TV >= delta in the law it tests.
-    ``fail_fast`` stops after the first case with a failed row."""
+    ``fail_fast`` stops after the first case with a failed row; ``marker`` is the temperature
+    marking greedy rows in vLLM's metadata; ``calls`` adds the repeated-call rows
+    (:mod:`specproof.audit.calls`)."""
     start = time.perf_counter()
     kind = f"{signature} verifier" if drafter is None else f"drafter (verified by {signature})"
     report = AuditReport(subject or _name(drafter or fn), kind)
@@ -267,7 +281,7 @@ def audit_verifier(
             progress(f"{problem.name}: {problem.description}")
         report.results += audit_problem(
             problem,
-            verifier_round(fn, signature, drafter),
+            verifier_round(fn, signature, drafter, marker=marker),
             alpha=alpha,
             beta=beta,
             delta=delta,
@@ -279,6 +293,28 @@ def audit_verifier(
         )
         if fail_fast and not report.passed:
             break
+    if drafter is not None and calls and not (fail_fast and not report.passed):
+        from .drafters import drafter_calls, fidelity_rows
+
+        if progress:
+            progress("fidelity: the law drawn from against the q reported, LLM-scale rows")
+        report.results += fidelity_rows(drafter, alpha=alpha, beta=beta, seed=seed)
+        report.results += drafter_calls(drafter, alpha=alpha, beta=beta, delta=delta, seed=seed)
+    if calls and drafter is None and not (fail_fast and not report.passed):
+        from .calls import audit_calls
+
+        if progress:
+            progress("calls: identical inputs, called again")
+        report.results += audit_calls(
+            fn,
+            signature,
+            calls_problem(signature, seed),
+            alpha=alpha,
+            beta=beta,
+            delta=delta,
+            seed=seed,
+            marker=marker,
+        )
     report.seconds = time.perf_counter() - start
     return report
 

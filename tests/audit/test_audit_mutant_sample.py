@@ -15,7 +15,7 @@ from specproof.audit.cases import verifier_problems
 from specproof.audit.mutants import by_name, make_verifier
 from specproof.audit.mutants.table import mutant_laws
 
-SMALL = [p for p in verifier_problems(0, 64) if p.vocab <= 16]
+SMALL = [p for p in verifier_problems(0, 64) if p.vocab <= 16 and not p.positions]
 
 
 @pytest.mark.parametrize("bug", ["bonus-wrong-row", "residual-softmax-clamp"])
@@ -23,7 +23,7 @@ def test_a_mutant_above_delta_is_killed(bug: str) -> None:
     small_vocab = next(p for p in SMALL if p.name == "small-vocab")
     round_tv, tokens_tv = mutant_laws(by_name(bug), small_vocab)
     assert round_tv >= tokens_tv - 1e-12 >= 0.05 - 1e-12  # completion cannot add TV
-    report = audit_verifier(make_verifier(bug), "vllm", problems=[small_vocab])
+    report = audit_verifier(make_verifier(bug), "vllm", problems=[small_vocab], calls=False)
     assert not report.passed, report.table()
 
 
@@ -31,7 +31,7 @@ def test_the_wrong_bonus_row_is_caught_by_the_round_law() -> None:
     """The old blind spot: the bonus token after full acceptance. Only p-equals-q rows, where
     every round ends with the bonus, are given: the round and tokens rows both fail."""
     case = next(p for p in SMALL if p.name == "p-equals-q")
-    report = audit_verifier(make_verifier("bonus-wrong-row"), "vllm", problems=[case])
+    report = audit_verifier(make_verifier("bonus-wrong-row"), "vllm", problems=[case], calls=False)
     failed = {r.check for r in report.results if not r.passed}
     assert {"round", "tokens"} <= failed, report.table()
 

@@ -114,6 +114,8 @@ def test_the_command_passes_and_fails_verifiers(tmp_path: Path) -> None:
         "--large-vocab",
         "256",
         "--quiet",
+        "--hunt",
+        "65536",
         "--json",
         str(out),
     ]
@@ -136,11 +138,24 @@ def test_a_drafter_is_audited_against_the_q_it_reports() -> None:
     small = [p for p in PROBLEMS if p.name in ("small-vocab", "p-equals-q")]
     options = {**OPTIONS, "problems": small}
     good = audit_verifier(
-        examples.rejection_sample, "vllm", drafter=examples.sample_draft, **options
+        examples.rejection_sample, "vllm", drafter=examples.sample_draft, calls=False, **options
     )
     assert good.passed, good.table()
     assert {r.check for r in good.results} == {"layout", "tokens"}
     bad = audit_verifier(
-        examples.rejection_sample, "vllm", drafter=examples.greedy_draft, **options
+        examples.rejection_sample, "vllm", drafter=examples.greedy_draft, calls=False, **options
     )
     assert not bad.passed, bad.table()
+
+
+@pytest.mark.slow
+def test_a_drafter_audit_adds_fidelity_and_call_rows() -> None:
+    """The drafter audit's own rows: fidelity at T = 0.6, 0.7, 1 on two LLM-scale rows each
+    (alpha = 1e-6, power 1 - 1e-4 against TV >= 0.025) and repeated calls."""
+    options = {**OPTIONS, "problems": []}
+    report = audit_verifier(
+        examples.rejection_sample, "vllm", drafter=examples.sample_draft, **options
+    )
+    assert report.passed, report.table()
+    cases = {r.case for r in report.results}
+    assert cases == {"fidelity-T0.6", "fidelity-T0.7", "fidelity-T1", "drafter-calls"}

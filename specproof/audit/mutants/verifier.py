@@ -4,7 +4,8 @@ mutants: the same code with one plausible bug switched on (``make_verifier(bug)`
 Semantics of the correct one: ragged rows gathered dense, acceptance u * q(x) < p(x) with a
 float64 u in [0, 1), the correction token by the inverse CDF of max(p - q, 0) at the first
 rejection, the given bonus token after full acceptance, greedy rows (temperature <= 0) keep
-drafts equal to the target argmax, ``draft_probs=None`` means one-hot (n-gram) drafts.
+drafts equal to the target argmax, ``draft_probs=None`` means one-hot (n-gram) drafts, a request
+with its own generator (``sampling_metadata.generators``) draws its uniforms from it.
 """
 
 from __future__ import annotations
@@ -42,8 +43,14 @@ def _draw(
     return index.clamp_max(weights.shape[-1] - 1)
 
 
-def _bf16_uniform_like(shape: tuple[int, ...]) -> torch.Tensor:
-    return torch.rand(shape, dtype=torch.float32).to(torch.bfloat16).to(torch.float64)
+def _float32_uniform(
+    shape: tuple[int, int], generators: dict[int, torch.Generator]
+) -> torch.Tensor:
+    """float32 uniforms (as the bug draws them); a seeded request's row from its generator."""
+    u = torch.rand(shape, dtype=torch.float32)
+    for row, own in generators.items():
+        u[row] = torch.rand(shape[1], generator=own, dtype=torch.float32)
+    return u
 
 
 def _top_k(q: torch.Tensor) -> torch.Tensor:
@@ -95,13 +102,21 @@ def make_verifier(bug: str | None = None) -> Verifier:
         px = p_rows.gather(2, tokens.unsqueeze(2)).squeeze(2)
         qx = q_rows.gather(2, tokens.unsqueeze(2)).squeeze(2)
         u = torch.rand((batch, width), dtype=torch.float64)
+        own_generators = dict(getattr(sampling_metadata, "generators", None) or {})
+        own_draws = {
+            row: torch.rand(width + 1, generator=own, dtype=torch.float64)
+            for row, own in own_generators.items()
+        }
+        for row, draws in own_draws.items():
+            u[row] = draws[:width]
         if bug == "shared-uniform":
             u = u[:, :1].expand(batch, width)
         if bug == "uniform-float32-le":
-            u32 = torch.rand((batch, width), dtype=torch.float32).double()
+            u32 = _float32_uniform((batch, width), own_generators).double()
             accept = u32 * qx <= px
         elif bug == "uniform-bf16":
-            accept = _bf16_uniform_like((batch, width)) * qx < px
+            u16 = _float32_uniform((batch, width), own_generators).to(torch.bfloat16)
+            accept = u16.double() * qx < px
         elif bug == "ratio-swapped":
             accept = u * px < qx
         elif bug == "threshold-eps":
@@ -131,6 +146,8 @@ def make_verifier(bug: str | None = None) -> Verifier:
             stop = torch.minimum(stop + 1, (lengths - 1).clamp_min(0))
         p_stop, q_stop = p_rows[rows, stop], q_rows[rows, stop]
         u2 = torch.rand(batch, dtype=torch.float64)
+        for row, draws in own_draws.items():
+            u2[row] = draws[width]
         total = None
         if bug == "residual-from-p":
             residual = p_stop

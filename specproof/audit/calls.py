@@ -1,0 +1,263 @@
+"""Independence across calls: the verifier called again and again on identical inputs.
+
+A verifier whose random stream restarts identically on every call keeps every round's law exact,
+so no row of the battery can see it; what shows is that two calls on identical inputs agree
+too often. For fixed inputs (drafts, target and draft rows, bonus token) the round's outcome o
+has an exact law P; two independent calls give identical rows with probability sum_o P(o)^2,
+computed here in float64 from the rows the verifier is given. Over n rows, I_b (row b identical
+in both calls) minus its collision probability c_b is an independent variable in an interval of
+length 1, so by Hoeffding P(|mean(I - c)| >= t) <= 2 exp(-2 n t^2) = alpha at
+t = sqrt(ln(2/alpha) / (2n)), and a verifier whose identical-row rate differs from mean(c) by
+delta or more passes with probability <= exp(-2 n (delta - t)^2) <= beta at the n drawn.
+
+Rows: ``repeat`` (exact): rows with their own seeded generator (vLLM's per-request generators, or
+FlashInfer's ``generator=``) give identical outputs when called again with the same seeds;
+``unseeded`` (statistical): unseeded rows of two calls agree at the collision rate; ``seeds``
+(statistical): seeded rows of calls with different seeds agree at the collision rate.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from .harness import (
+    Drafts,
+    Signature,
+    TableProblem,
+    Verifier,
+    VerifierError,
+    _accepts_generator,
+    _seed_torch,
+    call_hf,
+    check_structure,
+    draft_rounds,
+    vllm_call,
+)
+from .report import CaseResult
+from .requests import GREEDY_TEMPERATURE
+
+CASE = "calls"
+
+
+def rows_needed(alpha: float, beta: float, delta: float) -> int:
+    """Rows at which the Hoeffding test above has power 1 - beta at a rate gap of delta."""
+    root = math.sqrt(math.log(2 / alpha) / 2) + math.sqrt(math.log(1 / beta) / 2)
+    return math.ceil((root / delta) ** 2)
+
+
+def collision_probability(drafts: Drafts, bonus_given: bool) -> np.ndarray:
+    """sum_o P(o)^2 per row for chain verification of its fixed drafts (random rows): the
+    round ends with a rejection at position j (then a residual token) or after every draft
+    (then the given bonus, or a token drawn from the next target row)."""
+    p = drafts.target_probs.double().numpy()
+    q = drafts.draft_probs.double().numpy()
+    p = p / p.sum(-1, keepdims=True)
+    q = q / np.maximum(q.sum(-1, keepdims=True), 1e-300)
+    tokens = drafts.tokens.numpy()
+    lengths = drafts.lengths.numpy()
+    batch = len(lengths)
+    rows = np.arange(batch)
+    alive = np.ones(batch)  # P(every draft before j accepted)
+    total = np.zeros(batch)
+    for j in range(tokens.shape[1] + 1):
+        ends = lengths == j
+        last = np.ones(batch) if bonus_given else (p[:, min(j, p.shape[1] - 1)] ** 2).sum(-1)
+        total += np.where(ends, alive**2 * last, 0.0)
+        if j == tokens.shape[1]:
+            break
+        px, qx = p[rows, j, tokens[:, j]], q[rows, j, tokens[:, j]]
+        accept = np.where(qx > 0, np.minimum(1.0, px / np.maximum(qx, 1e-300)), 0.0)
+        residual = np.maximum(p[:, j] - q[:, j], 0.0)
+        mass = residual.sum(-1)
+        spread = np.where(mass > 0, (residual**2).sum(-1) / np.maximum(mass, 1e-300) ** 2, 1.0)
+        live = lengths > j
+        total += np.where(live, (alive * (1 - accept)) ** 2 * spread, 0.0)
+        alive = np.where(live, alive * accept, alive)
+    return total
+
+
+def _flashinfer_call(
+    fn: Verifier, drafts: Drafts, stream: torch.Generator, seed: int | None
+) -> torch.Tensor:
+    """One dense call (fixed draft length) with FlashInfer's signature; ``seed``: a fresh
+    ``generator=`` seeded so (the function must accept it), None: torch's global stream,
+    reseeded from the audit's stream."""
+    batch, gamma = drafts.tokens.shape
+    kwargs: dict[str, Any] = {"deterministic": True}
+    if seed is not None:
+        kwargs["generator"] = torch.Generator().manual_seed(seed)
+    else:
+        _seed_torch(stream)
+    result = fn(
+        drafts.draft_probs.contiguous(),
+        drafts.tokens.to(torch.int32).contiguous(),
+        drafts.target_probs.contiguous(),
+        torch.zeros(batch, dtype=torch.int32),
+        torch.zeros(batch, dtype=torch.int32),
+        **kwargs,
+    )
+    out = torch.as_tensor(result[0] if isinstance(result, tuple | list) else result)
+    if out.shape != (batch, gamma + 1):
+        raise VerifierError(f"output_token_ids has shape {tuple(out.shape)}")
+    return out.to(torch.int64)
+
+
+def _rate_row(
+    check: str,
+    same: np.ndarray,
+    collision: np.ndarray,
+    alpha: float,
+    beta: float,
+    delta: float,
+    what: str,
+) -> CaseResult:
+    n = len(same)
+    if n == 0:
+        return CaseResult(CASE, check, 0, None, None, 0.0, None, None, "FAIL", f"no {what} rows")
+    rate, expected = float(same.mean()), float(collision.mean())
+    gap = abs(rate - expected)
+    bound = math.sqrt(math.log(2 / alpha) / (2 * n))
+    passed = gap < bound
+    summary = (
+        f"identical {rate:.3f} vs exact {expected:.3f}: |diff| {gap:.4f} "
+        f"{'<' if passed else '>='} bound {bound:.4f}"
+    )
+    miss = math.exp(-2 * n * max(delta - bound, 0.0) ** 2) if delta > bound else 1.0
+    detail = (
+        f"{CASE}/{check}: {what} rows of two calls on identical inputs were identical in "
+        f"{int(same.sum())} of {n} ({rate:.4f}); independent calls give {expected:.4f} (sum_o "
+        f"P(o)^2); Hoeffding bound {bound:.4f} at alpha = {alpha:g}; power {1 - miss:.6f} "
+        f"against a gap >= {delta:g}"
+    )
+    return CaseResult(
+        CASE,
+        check,
+        n,
+        gap,
+        bound,
+        alpha,
+        beta,
+        delta,
+        "pass" if passed else "FAIL",
+        detail,
+        summary=summary,
+    )
+
+
+def audit_calls(
+    fn: Verifier,
+    signature: Signature,
+    problem: TableProblem,
+    *,
+    alpha: float,
+    beta: float,
+    delta: float,
+    seed: int,
+    marker: float = GREEDY_TEMPERATURE,
+) -> list[CaseResult]:
+    """The ``repeat``, ``unseeded`` and ``seeds`` rows on ``problem`` (random rows only)."""
+    if any(problem.greedy_modes):
+        raise ValueError(f"{problem.name}: the calls rows use random rows only")
+    stream = torch.Generator().manual_seed(seed + 1)
+    needed = rows_needed(alpha, beta, delta)
+    seeded_rows = signature.startswith("vllm") and problem.seeded
+    batch = 3 * needed if seeded_rows else needed
+    if signature == "hf":
+        batch = needed
+    drafts = draft_rounds(problem, batch, stream)
+    if signature.startswith("vllm") and not problem.seeded:
+        raise ValueError(f"{problem.name}: vLLM's calls rows need seeded requests")
+    try:
+        if signature.startswith("vllm"):
+            logits = signature == "vllm-logits"
+            call = vllm_call(drafts, problem, stream, logits=logits, marker=marker)
+            first, again = call(fn), call(fn)
+            seeded = (drafts.seeds >= 0).numpy() if drafts.seeds is not None else None
+            third = first
+            if drafts.seeds is not None:
+                fresh = torch.randint(0, 2**62, drafts.seeds.shape, generator=stream)
+                third = call(fn, seeds=torch.where(drafts.seeds >= 0, fresh, drafts.seeds))
+        elif signature == "flashinfer":
+            first = _flashinfer_call(fn, drafts, stream, None)
+            again = _flashinfer_call(fn, drafts, stream, None)
+            seeded = None
+            third = first
+            if _accepts_generator(fn):
+                s1, s2 = (int(v) for v in torch.randint(0, 2**62, (2,), generator=stream))
+                seeded_a = _flashinfer_call(fn, drafts, stream, s1)
+                seeded_b = _flashinfer_call(fn, drafts, stream, s1)
+                seeded_c = _flashinfer_call(fn, drafts, stream, s2)
+        else:
+            first = call_hf(fn, drafts, problem, stream)
+            again = call_hf(fn, drafts, problem, stream)
+            seeded = None
+            third = first
+        for out in (first, again):
+            check_structure(out, drafts, problem.vocab)
+    except VerifierError as error:
+        detail = f"{CASE}/layout: {error.message}"
+        return [CaseResult(CASE, "layout", batch, None, None, 0.0, None, None, "FAIL", detail)]
+    collision = collision_probability(drafts, bonus_given=signature.startswith("vllm"))
+    identical = (first == again).all(1).numpy()
+    results: list[CaseResult] = []
+    unseeded = np.ones(batch, dtype=bool) if seeded is None else ~seeded
+    results.append(
+        _rate_row(
+            "unseeded", identical[unseeded], collision[unseeded], alpha, beta, delta, "unseeded"
+        )
+    )
+    if seeded is not None:
+        differs = np.nonzero(seeded & ~identical)[0]
+        results.append(_repeat_row(differs, int(seeded.sum()), "per-request generators"))
+        across = (first == third).all(1).numpy()
+        results.append(
+            _rate_row(
+                "seeds", across[seeded], collision[seeded], alpha, beta, delta, "differently seeded"
+            )
+        )
+    elif signature == "flashinfer" and _accepts_generator(fn):
+        differs = np.nonzero(~(seeded_a == seeded_b).all(1).numpy())[0]
+        results.append(_repeat_row(differs, batch, "generator="))
+        across = (seeded_a == seeded_c).all(1).numpy()
+        results.append(
+            _rate_row("seeds", across, collision, alpha, beta, delta, "differently seeded")
+        )
+    return results
+
+
+def _repeat_row(differs: np.ndarray, rows: int, how: str) -> CaseResult:
+    if len(differs):
+        detail = (
+            f"{CASE}/repeat: row {int(differs[0])} (seeded through {how}) differs between two "
+            f"calls with the same seeds on identical inputs; {len(differs)} of {rows} rows"
+        )
+        return CaseResult(
+            CASE,
+            "repeat",
+            rows,
+            None,
+            None,
+            0.0,
+            None,
+            None,
+            "FAIL",
+            detail,
+            summary=f"seeded row {int(differs[0])} not reproduced",
+        )
+    return CaseResult(
+        CASE,
+        "repeat",
+        rows,
+        None,
+        None,
+        0.0,
+        None,
+        None,
+        "pass",
+        f"seeded rows ({how}) reproduced exactly",
+        summary=f"{rows} seeded rows reproduced exactly",
+    )
