@@ -1,0 +1,129 @@
+"""The README's engine-audit table: the installed transformers under each setting of
+:data:`.tiny.CONFIGS` (and greedy), each glue mutant of :mod:`.hf_mutants`, and specproof's
+own e2e decoders, every one audited at the default settings of ``specproof audit-engine``.
+
+    python -m specproof.audit.engine.table --markdown benchmarks/engine_audit.md \\
+        --json benchmarks/engine_audit.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..run import progress_bar
+from .audit import EngineReport, audit_engine
+from .cli import DEFAULT_TOKENS
+from .subject import Engine
+
+EXPECTED_PASS = "PASS"
+EXPECTED_FAIL = "FAIL"
+
+
+def subjects() -> list[tuple[str, str, Callable[[], Engine]]]:
+    """(name, expected verdict, engine factory), in table order."""
+    from . import hf_mutants, tiny
+    from .hf import hf_engine
+
+    def hf(setup: Callable[[], Any], name: str) -> Callable[[], Engine]:
+        return lambda: hf_engine(*setup(), name=name)
+
+    out = [
+        (f"transformers, {name}", EXPECTED_PASS, hf(fn, name)) for name, fn in tiny.CONFIGS.items()
+    ]
+    out.append(("transformers, greedy", EXPECTED_PASS, hf(tiny.greedy, "greedy")))
+    out.append(
+        ("transformers, HF assistant defaults", EXPECTED_PASS, hf(tiny.hf_defaults, "defaults"))
+    )
+    out += [
+        (f"mutant: {name}", EXPECTED_FAIL, hf(fn, name)) for name, fn in hf_mutants.MUTANTS.items()
+    ]
+    out += e2e_subjects()
+    return out
+
+
+def e2e_subjects() -> list[tuple[str, str, Callable[[], Engine]]]:
+    from .e2e_adapter import E2E_DECODERS
+
+    return [(f"specproof e2e: {name}", EXPECTED_PASS, fn) for name, fn in E2E_DECODERS.items()]
+
+
+def failed_checks(report: EngineReport) -> str:
+    failed = [r.check for r in report.results if not r.passed and r.verdict == "FAIL"]
+    return ", ".join(failed) if failed else "-"
+
+
+def run(
+    names: list[str] | None = None, runs: int | None = None, quiet: bool = False
+) -> list[dict[str, Any]]:
+    rows = []
+    for name, expected, factory in subjects():
+        if names and not any(part in name for part in names):
+            continue
+        start = time.perf_counter()
+        report = audit_engine(
+            factory(),
+            num_new_tokens=DEFAULT_TOKENS,
+            runs=runs,
+            bars=None if quiet else progress_bar(),
+        )
+        verdict = "PASS" if report.passed else "FAIL"
+        coverage = next((r for r in report.results if r.check == "coverage"), None)
+        rows.append(
+            {
+                "subject": name,
+                "expected": expected,
+                "verdict": verdict,
+                "rows": len(report.results),
+                "failed": failed_checks(report),
+                "n": max((r.n or 0) for r in report.results),
+                "seconds": round(time.perf_counter() - start, 1),
+                "coverage": coverage.verdict if coverage else "-",
+                "report": report.as_dict(),
+            }
+        )
+        print(report.table(), file=sys.stderr, flush=True)
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| engine or mutant | rows | failed rows | verdict | n | seconds | coverage |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['subject']} | {row['rows']} | {row['failed']} | {row['verdict']} | "
+            f"{row['n']} | {row['seconds']} | {row['coverage']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", nargs="*", help="subjects whose name contains one of these")
+    parser.add_argument("--runs", type=int, help="override the default n (not for the README)")
+    parser.add_argument("--markdown", metavar="PATH")
+    parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    rows = run(args.only, args.runs, args.quiet)
+    table = markdown(rows)
+    print(table)
+    if args.markdown:
+        Path(args.markdown).write_text(table)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+    return 0 if all(r["verdict"] == r["expected"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
