@@ -1,6 +1,8 @@
 """The README's engine-audit table: the installed transformers under each setting of
-:data:`.tiny.CONFIGS` (and greedy), each glue mutant of :mod:`.hf_mutants`, and specproof's
-own e2e decoders, every one audited at the default settings of ``specproof audit-engine``.
+:data:`.tiny.CONFIGS` (and greedy), each glue mutant of :mod:`.hf_mutants`, specproof's own
+e2e decoders, and the block rounds of :mod:`.block_examples`, every one audited at the default
+settings of ``specproof audit-engine``; exit status 1 when a verdict differs from the expected
+one (PASS for a correct engine, FAIL for a mutant).
 
     python -m specproof.audit.engine.table --markdown benchmarks/engine_audit.md \\
         --json benchmarks/engine_audit.json
@@ -46,7 +48,14 @@ def subjects() -> list[tuple[str, str, Callable[[], Engine]]]:
         (f"mutant: {name}", EXPECTED_FAIL, hf(fn, name)) for name, fn in hf_mutants.MUTANTS.items()
     ]
     out += e2e_subjects()
+    out += block_subjects()
     return out
+
+
+def block_subjects() -> list[tuple[str, str, Callable[[], Engine]]]:
+    from .block_examples import BLOCK_ENGINES
+
+    return [(name, expected, fn) for name, (expected, fn) in BLOCK_ENGINES.items()]
 
 
 def e2e_subjects() -> list[tuple[str, str, Callable[[], Engine]]]:
@@ -83,7 +92,7 @@ def run(
                 "verdict": verdict,
                 "rows": len(report.results),
                 "failed": failed_checks(report),
-                "n": max((r.n or 0) for r in report.results),
+                "n": report.results[0].n,
                 "seconds": round(time.perf_counter() - start, 1),
                 "coverage": coverage.verdict if coverage else "-",
                 "report": report.as_dict(),
