@@ -1,11 +1,12 @@
 """The README's engine-audit table: the installed transformers under each setting of
 :data:`.tiny.CONFIGS` (and greedy), each glue mutant of :mod:`.hf_mutants`, specproof's own
 e2e decoders, and the block rounds of :mod:`.block_examples`, every one audited at the default
-settings of ``specproof audit-engine``; exit status 1 when a verdict differs from the expected
-one (PASS for a correct engine, FAIL for a mutant).
+alpha, beta and delta of ``specproof audit-engine`` (the sampled transformers subjects at n =
+``--hf-runs`` when given: each costs a model call per round); exit status 1 when a verdict
+differs from the expected one (PASS for a correct engine, FAIL for a mutant).
 
-    python -m specproof.audit.engine.table --markdown benchmarks/engine_audit.md \\
-        --json benchmarks/engine_audit.json
+    python -m specproof.audit.engine.table --hf-runs 600 \\
+        --markdown benchmarks/engine_audit.md --json benchmarks/engine_audit.json
 """
 
 from __future__ import annotations
@@ -64,23 +65,31 @@ def e2e_subjects() -> list[tuple[str, str, Callable[[], Engine]]]:
     return [(f"specproof e2e: {name}", EXPECTED_PASS, fn) for name, fn in E2E_DECODERS.items()]
 
 
+def is_hf(name: str) -> bool:
+    return name.startswith(("transformers", "mutant:"))
+
+
 def failed_checks(report: EngineReport) -> str:
     failed = [r.check for r in report.results if not r.passed and r.verdict == "FAIL"]
     return ", ".join(failed) if failed else "-"
 
 
 def run(
-    names: list[str] | None = None, runs: int | None = None, quiet: bool = False
+    names: list[str] | None = None,
+    runs: int | None = None,
+    hf_runs: int | None = None,
+    quiet: bool = False,
 ) -> list[dict[str, Any]]:
     rows = []
     for name, expected, factory in subjects():
         if names and not any(part in name for part in names):
             continue
         start = time.perf_counter()
+        engine = factory()
         report = audit_engine(
-            factory(),
+            engine,
             num_new_tokens=DEFAULT_TOKENS,
-            runs=runs,
+            runs=hf_runs if hf_runs and is_hf(name) and not engine.greedy else runs,
             bars=None if quiet else progress_bar(),
         )
         verdict = "PASS" if report.passed else "FAIL"
@@ -118,13 +127,16 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", nargs="*", help="subjects whose name contains one of these")
-    parser.add_argument("--runs", type=int, help="override the default n (not for the README)")
+    parser.add_argument("--runs", type=int, help="n for every subject (default: the audit's)")
+    parser.add_argument(
+        "--hf-runs", type=int, help="n for the transformers subjects (default: the audit's)"
+    )
     parser.add_argument("--markdown", metavar="PATH")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    rows = run(args.only, args.runs, args.quiet)
+    rows = run(args.only, args.runs, args.hf_runs, args.quiet)
     table = markdown(rows)
     print(table)
     if args.markdown:
