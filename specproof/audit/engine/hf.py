@@ -39,7 +39,6 @@ def processors_for(kwargs: Mapping[str, Any]) -> Any:
     penalty, then (when sampling) temperature, top-k, top-p, min-p."""
     from transformers import (
         LogitsProcessorList,
-        MinPLogitsWarper,
         RepetitionPenaltyLogitsProcessor,
         TemperatureLogitsWarper,
         TopKLogitsWarper,
@@ -66,6 +65,8 @@ def processors_for(kwargs: Mapping[str, Any]) -> Any:
         processors.append(TopPLogitsWarper(top_p=top_p))
     min_p = kwargs.get("min_p")
     if min_p is not None:
+        from transformers import MinPLogitsWarper  # transformers >= 4.41
+
         processors.append(MinPLogitsWarper(min_p=min_p))
     return processors
 
