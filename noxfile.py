@@ -189,7 +189,8 @@ def audit_engine_old_hf(session: nox.Session, version: str) -> None:
     session.log(f"transformers {version}: {OLD_TRANSFORMERS[version]}")
     session.run(
         "python", "-m", "specproof.cli", "audit-engine", "--hf",
-        "specproof.audit.engine.tiny:sample_t1", "--runs", "600", "--quiet", *session.posargs,
+        "specproof.audit.engine.tiny:sample_t1", "--runs", "600", "--quiet",
+        "--json", f"benchmarks/engine_audit_transformers_{version}.json", *session.posargs,
         success_codes=[1],
     )  # fmt: skip
 
