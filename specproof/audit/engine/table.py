@@ -1,9 +1,10 @@
 """The README's engine-audit table: the installed transformers under each setting of
 :data:`.tiny.CONFIGS` (and greedy), each glue mutant of :mod:`.hf_mutants`, specproof's own
 e2e decoders, and the block rounds of :mod:`.block_examples`, every one audited at the default
-alpha, beta and delta of ``specproof audit-engine`` (the sampled transformers subjects at n =
-``--hf-runs`` when given: each costs a model call per round); exit status 1 when a verdict
-differs from the expected one (PASS for a correct engine, FAIL for a mutant).
+alpha, beta and delta of ``specproof audit-engine``, the mutants at its default n (the sampled
+correct transformers settings at n = ``--hf-runs`` when given: each run costs model calls);
+exit status 1 when a verdict differs from the expected one (PASS for a correct engine, FAIL for
+a mutant).
 
     python -m specproof.audit.engine.table --hf-runs 600 \\
         --markdown benchmarks/engine_audit.md --json benchmarks/engine_audit.json
@@ -89,7 +90,9 @@ def run(
         report = audit_engine(
             engine,
             num_new_tokens=DEFAULT_TOKENS,
-            runs=hf_runs if hf_runs and is_hf(name) and not engine.greedy else runs,
+            runs=hf_runs
+            if hf_runs and is_hf(name) and expected == EXPECTED_PASS and not engine.greedy
+            else runs,
             bars=None if quiet else progress_bar(),
         )
         verdict = "PASS" if report.passed else "FAIL"
@@ -129,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="subjects whose name contains one of these")
     parser.add_argument("--runs", type=int, help="n for every subject (default: the audit's)")
     parser.add_argument(
-        "--hf-runs", type=int, help="n for the transformers subjects (default: the audit's)"
+        "--hf-runs",
+        type=int,
+        help="n for the correct sampled transformers subjects (default: the audit's)",
     )
     parser.add_argument("--markdown", metavar="PATH")
     parser.add_argument("--json", metavar="PATH")
