@@ -5,9 +5,9 @@
 - ``support`` (exact): an emitted token whose processed target probability is 0.
 - ``exact`` (statistical): the law of the first N tokens against the target's, cell by cell.
 - ``pit`` (statistical): the randomized probability integral transform of every emitted token,
-  U = F(x - 1) + V p(x) with V uniform, is uniform on [0, 1] under the null, and by the chain
+  U = F(x - 1) + W p(x) with W uniform, is uniform on [0, 1] under the null, and by the chain
   rule the transforms of one run's tokens are independent (a position after EOS has the point
-  law at EOS, whose transform is V itself). Binned, they are tested against the uniform law per
+  law at EOS, whose transform is W itself). Binned, they are tested against the uniform law per
   position and pooled; a pooled row alone could hide biases that cancel across positions.
 - ``greedy`` (exact): every token is the target's argmax; a mismatch at a near tie (top-2
   margin <= ``near_tie``) is numerics, one at a clear margin is a bug.
