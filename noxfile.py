@@ -59,7 +59,7 @@ def install(session: nox.Session, extras: str) -> None:
 @nox.session(**SHARED)
 def tests(session: nox.Session) -> None:
     """The whole CPU suite (Triton kernels run under the interpreter)."""
-    install(session, "test,e2e")  # safetensors: the shipped e2e weights are tested
+    install(session, "test,e2e,hf")  # e2e: shipped weights; hf: the engine audit's transformers
     env = {**CPU_ENV, "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")}
     session.run("pytest", "-m", "not slow and not gpu", *session.posargs, env=env)
 
@@ -168,6 +168,39 @@ def audit_bench(session: nox.Session) -> None:
     """Speed of the audit harness: the "Audit harness" section of BENCHMARKS.md."""
     install(session, "test")
     session.run("python", "-m", "specproof.audit.bench", *session.posargs)
+
+
+@nox.session(**SHARED, name="audit-engine", default=False)
+def audit_engine(session: nox.Session) -> None:
+    """The engine-audit table of the README: benchmarks/engine_audit.md and .json."""
+    install(session, "test,e2e,hf")
+    session.run(
+        "python", "-m", "specproof.audit.engine.table", "--hf-runs", "600",
+        "--markdown", "benchmarks/engine_audit.md", "--json", "benchmarks/engine_audit.json",
+        *session.posargs,
+    )  # fmt: skip
+
+
+OLD_TRANSFORMERS = {
+    "4.40.2": "target cache_position bug (issue 30042), fixed in 4.41",
+    "4.44.2": "greedy assistant with softmax q (issue 32867), 4.41-4.44, fixed in 4.45",
+}
+
+
+@nox.session(python="3.11", name="audit-engine-old-hf", default=False)
+@nox.parametrize("version", list(OLD_TRANSFORMERS))
+def audit_engine_old_hf(session: nox.Session, version: str) -> None:
+    """An old transformers in its own venv: audit-engine must fail its assisted sampling
+    (exit status 1) on the tiny models at T = 1."""
+    session.install(f"transformers=={version}", "torch==2.13.0", "numpy", "scipy")
+    session.install("--no-deps", "-e", ".")
+    session.log(f"transformers {version}: {OLD_TRANSFORMERS[version]}")
+    session.run(
+        "python", "-m", "specproof.cli", "audit-engine", "--hf",
+        "specproof.audit.engine.tiny:sample_t1", "--runs", "600", "--quiet",
+        "--json", f"benchmarks/engine_audit_transformers_{version}.json", *session.posargs,
+        success_codes=[1],
+    )  # fmt: skip
 
 
 @nox.session(**SHARED, default=False)

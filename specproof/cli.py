@@ -4,6 +4,9 @@ specproof matrix   decode the built-in models with every verification rule and s
                    print each output law's exact TV distance from the target's law
 specproof audit    run your own verifier or scheduler against exact laws (see
                    `specproof audit --help`)
+specproof audit-engine
+                   run a whole generate loop (HF transformers' assisted generation, or your
+                   own) against the target's law (see `specproof audit-engine --help`)
 """
 
 from __future__ import annotations
@@ -47,7 +50,16 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser(
         "audit", help="audit a verifier or scheduler (see `specproof audit --help`)", add_help=False
     )
+    commands.add_parser(
+        "audit-engine",
+        help="audit a whole generate loop (see `specproof audit-engine --help`)",
+        add_help=False,
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "audit-engine":
+        from specproof.audit.engine.cli import main as engine_main
+
+        return int(engine_main(argv[1:]))
     if argv and argv[0] == "audit":
         from specproof.audit import main as audit_main
 

@@ -1,0 +1,212 @@
+"""The rows of an engine audit, each from the sampled runs and the target's teacher-forced law.
+
+- ``layout`` (exact): ids outside 0..V-1, a token after EOS, more tokens than asked, fewer
+  without an EOS.
+- ``support`` (exact): an emitted token whose processed target probability is 0.
+- ``exact`` (statistical): the law of the first N tokens against the target's, cell by cell.
+- ``pit`` (statistical): the randomized probability integral transform of every emitted token,
+  U = F(x - 1) + W p(x) with W uniform, is uniform on [0, 1] under the null, and by the chain
+  rule the transforms of one run's tokens are independent (a position after EOS has the point
+  law at EOS, whose transform is W itself). Binned, they are tested against the uniform law per
+  position and pooled; a pooled row alone could hide biases that cancel across positions.
+- ``greedy`` (exact): every token is the target's argmax; a mismatch at a near tie (top-2
+  margin <= ``near_tie``) is numerics, one at a clear margin is a bug.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from specproof.stats import FitResult, goodness_of_fit, worst_case_power
+
+from ..report import CaseResult
+from .subject import Emission
+
+NEAR_TIE = 1e-4
+"""Top-2 probability margin below which a greedy mismatch is put down to float rounding."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    alpha: float
+    beta: float
+    delta: float
+    tolerance: float
+    bins: int
+
+
+def fit_row(case: str, check: str, fit: FitResult, settings: Settings) -> CaseResult:
+    """A statistical row; beta is the miss rate this n actually achieves against delta."""
+    power = worst_case_power(fit.n, settings.delta, settings.alpha, fit.cells, settings.tolerance)
+    relation = ">=" if fit.rejected else "<"
+    return CaseResult(
+        case=case,
+        check=check,
+        n=fit.n,
+        tv_estimate=fit.tv_estimate,
+        bound=fit.bound,
+        alpha=settings.alpha,
+        beta=max(settings.beta, 1 - power),
+        delta=settings.delta,
+        verdict=fit.verdict,
+        detail=fit.describe(),
+        summary=(
+            f"TV estimate {fit.tv_estimate:.4f} {relation} bound {fit.bound:.4f}, "
+            f"{fit.cells} cells (power {power:.4f} at TV {settings.delta:g})"
+        ),
+    )
+
+
+def layout_row(
+    case: str, runs: Sequence[Emission], vocab: int, eos: int | None, num_new_tokens: int
+) -> CaseResult:
+    for index, run in enumerate(runs):
+        problem = layout_problem(run.tokens, vocab, eos, num_new_tokens)
+        if problem:
+            count = sum(bool(layout_problem(r.tokens, vocab, eos, num_new_tokens)) for r in runs)
+            return exact_row(
+                case, "layout", len(runs), "FAIL", f"run {index}: {problem}",
+                f"run {index}: {problem} ({count} such runs of {len(runs)})",
+            )  # fmt: skip
+    return exact_row(case, "layout", len(runs), "pass", "every run well formed")
+
+
+def layout_problem(
+    tokens: tuple[int, ...], vocab: int, eos: int | None, num_new_tokens: int
+) -> str:
+    if len(tokens) > num_new_tokens:
+        return f"{len(tokens)} tokens for {num_new_tokens} asked"
+    outside = [t for t in tokens if not 0 <= t < vocab]
+    if outside:
+        return f"token id {outside[0]} outside 0..{vocab - 1}"
+    if eos is not None and eos in tokens[:-1]:
+        return f"token after EOS at position {tokens.index(eos) + 1}"
+    if len(tokens) < num_new_tokens and (not tokens or tokens[-1] != eos):
+        return f"{len(tokens)} tokens for {num_new_tokens} asked, without EOS"
+    return ""
+
+
+def exact_row(
+    case: str, check: str, n: int | None, verdict: str, summary: str, detail: str = ""
+) -> CaseResult:
+    return CaseResult(
+        case=case,
+        check=check,
+        n=n,
+        tv_estimate=None,
+        bound=None,
+        alpha=0.0,
+        beta=None,
+        delta=None,
+        verdict=verdict,
+        detail=detail or summary,
+        summary=summary,
+    )
+
+
+def support_row(case: str, runs: Sequence[Emission], rows: np.ndarray) -> CaseResult:
+    """``rows[r, k]`` is the target's law of run r's token k."""
+    offending = [
+        (index, position, token)
+        for index, run in enumerate(runs)
+        for position, token in enumerate(run.tokens)
+        if rows[index, position, token] == 0
+    ]
+    if not offending:
+        return exact_row(case, "support", len(runs), "pass", "every token has target mass > 0")
+    index, position, token = offending[0]
+    summary = f"token {token} of target mass 0 at run {index}, position {position + 1}"
+    detail = f"{summary}: exact probability 0 ({len(offending)} such tokens)"
+    return exact_row(case, "support", len(runs), "FAIL", summary, detail)
+
+
+def exact_law_row(
+    case: str,
+    runs: Sequence[Emission],
+    law: dict[tuple[int, ...], float],
+    tokens: int,
+    eos: int | None,
+    settings: Settings,
+) -> CaseResult:
+    counts = Counter(first_tokens(run.tokens, tokens, eos) for run in runs)
+    fit = goodness_of_fit(
+        counts,
+        law,
+        alpha=settings.alpha,
+        beta=settings.beta,
+        delta=settings.delta,
+        tolerance=settings.tolerance,
+        name=f"{case}/exact",
+    )
+    return fit_row(case, f"exact(N={tokens})", fit, settings)
+
+
+def first_tokens(tokens: tuple[int, ...], count: int, eos: int | None) -> tuple[int, ...]:
+    head = tokens[:count]
+    return head[: head.index(eos) + 1] if eos is not None and eos in head else head
+
+
+def pit_values(
+    runs: Sequence[Emission], rows: np.ndarray, num_new_tokens: int, rng: np.random.Generator
+) -> np.ndarray:
+    """[runs, num_new_tokens] randomized PIT values; positions after the run's end get a fresh
+    uniform (the point law at EOS)."""
+    values = rng.random((len(runs), num_new_tokens))
+    cdf = np.cumsum(rows, axis=-1)
+    for index, run in enumerate(runs):
+        for position, token in enumerate(run.tokens):
+            mass = rows[index, position, token]
+            below = cdf[index, position, token] - mass
+            values[index, position] = min(below + values[index, position] * mass, 1.0)
+    return values
+
+
+def pit_rows(case: str, values: np.ndarray, settings: Settings) -> list[CaseResult]:
+    bins = settings.bins
+    uniform = {b: 1 / bins for b in range(bins)}
+    binned = np.minimum((values * bins).astype(np.int64), bins - 1)
+
+    def fit(cells: np.ndarray, name: str) -> CaseResult:
+        counts = Counter(int(b) for b in cells.reshape(-1))
+        result = goodness_of_fit(
+            counts,
+            uniform,
+            alpha=settings.alpha,
+            beta=settings.beta,
+            delta=settings.delta,
+            tolerance=settings.tolerance,
+            name=f"{case}/{name}",
+        )
+        return fit_row(case, name, result, settings)
+
+    rows = [fit(binned[:, k], f"pit@{k + 1}") for k in range(binned.shape[1])]
+    return [*rows, fit(binned, "pit(pooled)")]
+
+
+def greedy_row(
+    case: str, runs: Sequence[Emission], rows: np.ndarray, near_tie: float = NEAR_TIE
+) -> CaseResult:
+    ties = 0
+    for index, run in enumerate(runs):
+        for position, token in enumerate(run.tokens):
+            row = rows[index, position]
+            best = int(np.argmax(row))
+            if token == best:
+                continue
+            margin = float(row[best] - row[token])
+            if margin > near_tie:
+                summary = (
+                    f"token {token} for argmax {best} at run {index}, position {position + 1}: "
+                    f"margin {margin:.3g} > {near_tie:g}, a bug"
+                )
+                return exact_row(case, "greedy", len(runs), "FAIL", summary)
+            ties += 1
+    total = sum(len(run.tokens) for run in runs)
+    summary = f"{total - ties} of {total} tokens are the target's argmax"
+    if ties:
+        summary += f"; {ties} near-tie mismatches (margin <= {near_tie:g}, numerics)"
+    return exact_row(case, "greedy", len(runs), "pass", summary)
