@@ -49,7 +49,6 @@ def test_compat_verifier_passes_the_audit(path: str, signature: str) -> None:
         delta=DELTA,
         seed=0,
         problems=verifier_problems(0, LARGE_VOCAB),
-        calls=signature != "vllm",
     )
     assert report.passed, report.table()
     cases = {r.case for r in report.results}
@@ -58,7 +57,7 @@ def test_compat_verifier_passes_the_audit(path: str, signature: str) -> None:
     assert ({"greedy", "mixed", "greedy-ties", "requests"} <= cases) == (signature == "vllm")
     checks = {"layout", "support", "round", "tokens", "length"}
     positions = {f"position {j}" for j in range(1, 10)}
-    calls = {"unseeded", "repeat", "seeds"} if signature != "vllm" else set()
+    calls = {"unseeded", "repeat", "seeds"}
     assert {row.check for row in report.results} == checks | positions | calls
     for row in report.results:
         assert row.n is not None
