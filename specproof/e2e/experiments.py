@@ -26,7 +26,7 @@ from .decode import (
     autoregressive_generate,
     speculative_generate,
 )
-from .measure import full_batch_rate, tokens_per_second
+from .measure import full_batch_rate
 from .pairtest import sign_test_slower
 
 
@@ -171,7 +171,3 @@ def scheduler_test(
                 }
         out[reference] = entry
     return out
-
-
-def overall_tokens_per_second(results: Sequence[DecodeResult]) -> float:
-    return tokens_per_second(results)

@@ -13,6 +13,7 @@ from .decode import Drafter, Schedule, VerifyStep, optimized_chain_verify
 from .lossless import first_tokens_law, float32_gap, losslessness_test, sample_first_tokens
 from .models import Models
 from .plans import FAST_VERIFY, Plan
+from .schedules import PerPositionThreshold
 
 LOSSLESS_BETA = 1e-3
 LOSSLESS_TOLERANCE = 1e-4
@@ -53,6 +54,14 @@ def lossless_checks(
             first_domain,
             dspark,
             StaticThreshold(plan.threshold),
+            sts,
+            FAST_VERIFY,
+        ),
+        (
+            f"dspark + per-position threshold c>={plan.threshold}",
+            first_domain,
+            dspark,
+            PerPositionThreshold(plan.threshold),
             sts,
             FAST_VERIFY,
         ),

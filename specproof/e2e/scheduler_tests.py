@@ -1,4 +1,4 @@
-"""Algorithm 1 against the best fixed gamma of a sweep and the static threshold, with sign
+"""Algorithm 1 against the best fixed gamma of a sweep and both static thresholds, with sign
 tests."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .experiments import (
 from .measure import batched, summary
 from .models import Models
 from .plans import Plan
+from .schedules import PerPositionThreshold
 
 SIGN_TEST_ALPHA = 0.05
 SIGN_TEST_SLOWER_SHARE = 0.9
@@ -37,7 +38,8 @@ def measure_schedulers(
     seed: int,
 ) -> dict[str, Any]:
     """Algorithm 1 against the best fixed gamma (swept on calibration prompts) and the static
-    threshold at each batch size, temperature 1, with sign tests over the pooled chunks."""
+    thresholds (the paper's on a_k, the release's per-position one on c_k) at each batch size,
+    temperature 1, with sign tests over the pooled chunks."""
     gamma = plan.dspark.gamma
     target, dspark = models.target, models.dspark
     out: dict[str, Any] = {}
@@ -63,11 +65,13 @@ def measure_schedulers(
             "algorithm1": "Algorithm 1",
             "best_fixed": f"fixed gamma={best} (best of the sweep)",
             "threshold": f"static threshold a>={plan.threshold}",
+            "per_position": f"per-position threshold c>={plan.threshold}",
         }
         schedules = {
             labels["algorithm1"]: Algorithm1(),
             labels["best_fixed"]: FixedGamma(best),
             labels["threshold"]: StaticThreshold(plan.threshold),
+            labels["per_position"]: PerPositionThreshold(plan.threshold),
         }
         per_domain: dict[str, Any] = {}
         pooled: dict[str, list[DecodeResult]] = {}
@@ -95,7 +99,7 @@ def measure_schedulers(
         tests = scheduler_test(
             pooled,
             labels["algorithm1"],
-            [labels["best_fixed"], labels["threshold"]],
+            [labels["best_fixed"], labels["threshold"], labels["per_position"]],
             SIGN_TEST_ALPHA,
             SIGN_TEST_SLOWER_SHARE,
         )
