@@ -67,7 +67,7 @@ SHIP = ShipPlan(
     target=TargetConfig(
         d_model=256, n_layers=8, n_heads=4, d_ff=1024, max_len=192, feature_layers=(1, 4, 6)
     ),
-    dspark=DSparkConfig(gamma=7, n_layers=2, n_heads=4, d_ff=512, rank=64),
+    dspark=DSparkConfig(gamma=7, n_layers=2, n_heads=4, d_ff=416, rank=256),
     # d_ff chosen so the EAGLE-3 drafter has DSpark's parameter count within 0.1%.
     eagle=EagleConfig(gamma=7, n_heads=4, d_ff=1222),
     target_steps=120,

@@ -19,8 +19,8 @@ from specproof.e2e.drafters import DSparkDrafter
 from specproof.e2e.models import load_shipped
 from specproof.e2e.ship import SHIPPED_DIR
 
-SLOT1_TV_FLOOR = 0.2
-"""Measured on the shipped weights: see test_slot1_law_depends_on_x0's message."""
+SLOT1_TV_FLOOR = 0.15
+"""The shipped drafter measures 0.27 (code) and 0.21 (prose), that of 78a9b08 0.035 / 0.040."""
 
 
 @torch.no_grad()
