@@ -1,16 +1,18 @@
 """Train the shipped target and drafters once, reproducibly, and write them as bf16 safetensors.
 
-    python -m specproof.e2e.ship [--out DIR] [--threads N] [--seed S]   (nox -s train-target)
+    python -m specproof.e2e.ship [--out DIR] [--threads N] [--seed S]
+                                 [--stages target dspark eagle]      (nox -s train-target)
 
 Fixed step counts, seeds and data (the standard library's source and pydoc topics of this
 Python), so the same command on the same torch build, thread count and CPU trains the same
-models bit for bit. On another host, rounding differences grow over training: the shipped
-models, retrained on a second host of the same machine type, gave a target whose held-out
-bits per byte moved by up to 0.002.
+tensors bit for bit (the safetensors header's metadata order may differ between runs). On
+another host rounding differences grow over training: an earlier shipped target, retrained on
+a second host of the same machine type, moved its held-out bits per byte by up to 0.002.
 The target is saved in bf16 and reloaded before the drafters train, so the drafters learn the
 target that decoding will use (bf16 values, float32 arithmetic). Both drafters train on the
 same windows in the same order (same seed, batch size, window and step count), at the same
-parameter budget.
+parameter budget. The stages may run as separate processes (both drafters at once on two
+cores): each seeds its own initialisation.
 """
 
 from __future__ import annotations
