@@ -61,7 +61,7 @@ def eagle_scores(
 ) -> tuple[list[float], list[float]]:
     """The first drafted token, for tokens after position ``first`` (the only draft position
     teacher forcing defines without the drafter's own predicted features)."""
-    _, logits = drafter.training_outputs(tokens, out.last_hidden)
+    logits = drafter.training_outputs(tokens, out.features)[0]
     # logits[:, i] reads token i + 1 and the target's state at i: it drafts token i + 2.
     draft = torch.softmax(logits.float(), -1)[:, first:-1]
     return _scores(draft[:, :, None], law[:, first + 1 : -1, None])

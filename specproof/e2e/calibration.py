@@ -9,9 +9,13 @@ confidences at a position is preserved.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from .decode import DecodeResult
+from .measure import confidence_records
 
 DEFAULT_GRID = tuple(float(t) for t in np.geomspace(0.1, 10.0, 81))
 
@@ -120,3 +124,31 @@ def fit_sts(
         temperatures.append(best_t)
         prefix = prefix / (1.0 + np.exp(-z[:, k] / best_t))
     return temperatures
+
+
+def calibration_entry(
+    runs: Sequence[DecodeResult], temperature: float, sts_fits: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """ECE and reliability bins of a_k before STS and after each STS fit, on ``runs``."""
+    logits, accepted = confidence_records(runs)
+    before, before_k = cumulative_ece(logits, accepted)
+    after: dict[str, Any] = {}
+    for fit_key, fit in sts_fits.items():
+        temps = np.asarray(fit["temperatures"])
+        ece, ece_k = cumulative_ece(logits, accepted, temps)
+        after[fit_key] = {
+            "ece": ece,
+            "ece_by_position": ece_k,
+            "reliability": reliability_bins(logits, accepted, temps),
+        }
+    own = f"{temperature:g}"
+    return {
+        "blocks": len(accepted),
+        "temperature": temperature,
+        "ece_before": before,
+        "ece_before_by_position": before_k,
+        "reliability_before": reliability_bins(logits, accepted),
+        "ece_after": after[own]["ece"] if own in after else float("nan"),
+        "sts_fit_used": own,
+        "after": after,
+    }

@@ -23,6 +23,9 @@ SKIPPED_DIRS = frozenset(
 HELD_OUT_EVERY = 10
 """A document is held out when its stable hash is 0 modulo this (about 10% of documents)."""
 
+DOMAIN_WEIGHTS = {"code": 0.7, "prose": 0.3}
+"""Training mixture of the domains (code, prose)."""
+
 
 @dataclass(frozen=True)
 class Document:

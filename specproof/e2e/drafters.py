@@ -1,6 +1,8 @@
-"""Drafters for the small target: DSpark (parallel backbone, Markov head, confidence head) and
-an EAGLE-style one-layer autoregressive baseline. Both read the frozen target's embedding and
-LM head, and keep their own KV caches across rounds.
+"""Drafters for the small target, built as the DSpark release builds them: DSpark (a block of
+embedding(x_0) and mask slots, target context as extra keys/values in every draft layer, Markov
+head, confidence head) and its EAGLE-3 baseline (one layer over [norm(embedding);
+norm(hidden)], trained with training-time test). Both fuse the same target layers, read the
+frozen target's embedding and LM head, and keep their own KV caches across rounds.
 
 Interface used by :mod:`specproof.e2e.decode`: ``start(batch)`` makes per-request state;
 ``observe(state, output, next_tokens, counts)`` appends positions the target has verified
@@ -51,8 +53,16 @@ def tempered_probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
 
 
 def position_weights(gamma: int) -> torch.Tensor:
-    """w_k = exp(-(k - 1) / gamma), k = 1..gamma."""
-    return torch.exp(-torch.arange(gamma, dtype=torch.float32) / gamma)
+    """The release's w_k = exp(-k / 4), k = 1..gamma, normalised to sum 1."""
+    weights = torch.exp(-torch.arange(1, gamma + 1, dtype=torch.float32) / 4)
+    return weights / weights.sum()
+
+
+def check_fused_layers(target: Target) -> None:
+    """The release fuses layers spread over the target's depth, never its last one."""
+    layers = target.config.feature_layers
+    if not layers or max(layers) >= target.config.n_layers - 1:
+        raise ValueError(f"fused layers {layers} must exclude the last of {target.config.n_layers}")
 
 
 # --------------------------------------------------------------------------- DSpark
@@ -75,18 +85,20 @@ class DSparkConfig:
 
 
 class ContextLayer(nn.Module):
-    """A draft layer whose keys/values for context positions come from fused target states."""
+    """A draft layer whose block slots attend to the fused target context (keys and values
+    through the layer's own k/v projections) and, without a causal mask, to each other."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int) -> None:
         super().__init__()
         self.block = Block(d_model, n_heads, d_ff)
-        self.context_kv = nn.Linear(d_model, 2 * d_model, bias=False)
 
     def context_keys(
         self, fused: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        k, v = self.context_kv(fused).chunk(2, dim=-1)
         attn = self.block.attn
+        d = fused.shape[-1]
+        k = F.linear(fused, attn.qkv.weight[d : 2 * d])
+        v = F.linear(fused, attn.qkv.weight[2 * d :])
         shape = (*fused.shape[:-1], attn.n_heads, attn.head_dim)
         return apply_rope(k.reshape(shape), cos, sin), v.reshape(shape)
 
@@ -112,33 +124,35 @@ class ContextLayer(nn.Module):
 
 
 class DSparkState:
-    def __init__(self, cache: KVCache, d_model: int) -> None:
+    def __init__(self, cache: KVCache) -> None:
         self.cache = cache
-        self.latest = torch.zeros(cache.lengths.shape[0], d_model)
 
 
 class DSparkDrafter(nn.Module):
-    """Parallel backbone over fused target states, low-rank Markov head, confidence head.
+    """Parallel backbone over the block, low-rank Markov head, confidence head.
 
     Block slot k (1..gamma) sits at position a + k - 1, where a is the position of the last
-    committed token x_0; slot 1 reads the target embedding of x_0, the others a mask vector.
-    p_k(v) is proportional to exp(U_k(v) + W1[x_{k-1}] W2 (v)); the confidence is
-    c_k = sigmoid(w . [h_k ; W1[x_{k-1}]] + b), known before x_k is drawn.
+    committed token x_0; its input is the target embedding of x_0 at slot 1 and a learned
+    mask embedding (one per slot) at the others. The target's fused states of positions < a
+    enter only as keys/values of every draft layer. p_k(v) is proportional to
+    exp(U_k(v) + W1[x_{k-1}] W2 (v)); the confidence is c_k = sigmoid(w . [h_k ; W1[x_{k-1}]]
+    + b), known before x_k is drawn.
     """
 
     def __init__(self, target: Target, config: DSparkConfig) -> None:
         super().__init__()
+        check_fused_layers(target)
         tc = target.config
         self.config = config
         self.gamma = config.gamma
         self.target = [target]  # frozen, not a submodule: its weights are saved separately
         d = tc.d_model
-        self.fuse = nn.Linear(len(tc.feature_layers) * d, d)
-        self.fuse_norm = nn.LayerNorm(d)
+        self.fuse = nn.Linear(len(tc.feature_layers) * d, d, bias=False)
+        self.fuse_norm = nn.RMSNorm(d)
         self.layers = nn.ModuleList(
             ContextLayer(d, config.n_heads, config.d_ff) for _ in range(config.n_layers)
         )
-        self.mask_embedding = nn.Parameter(torch.zeros(d))
+        self.mask_embedding = nn.Parameter(torch.zeros(config.gamma - 1, d))
         self.markov_in = nn.Embedding(tc.vocab, config.rank)
         self.markov_out = nn.Linear(config.rank, tc.vocab, bias=False)
         self.confidence = nn.Linear(d + config.rank, 1)
@@ -153,12 +167,11 @@ class DSparkDrafter(nn.Module):
     def fused(self, features: torch.Tensor) -> torch.Tensor:
         return self.fuse_norm(self.fuse(features))
 
-    def block_inputs(self, first_tokens: torch.Tensor, latest: torch.Tensor) -> torch.Tensor:
-        """[.., gamma, d]: embedding of x_0 at slot 1, the mask vector at slots 2..gamma, plus
-        the fused state of the latest context position (a - 1) at every slot."""
+    def block_inputs(self, first_tokens: torch.Tensor) -> torch.Tensor:
+        """[.., gamma, d]: the embedding of x_0 at slot 1, the slot's mask embedding after."""
         first = self.frozen_target.embed(first_tokens)
-        rest = self.mask_embedding.expand(*first.shape[:-1], self.gamma - 1, first.shape[-1])
-        return torch.cat((first.unsqueeze(-2), rest), dim=-2) + latest.unsqueeze(-2)
+        rest = self.mask_embedding.expand(*first.shape[:-1], *self.mask_embedding.shape)
+        return torch.cat((first.unsqueeze(-2), rest), dim=-2)
 
     def parallel_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """U_k through the target's (shared, frozen) LM head."""
@@ -170,24 +183,18 @@ class DSparkDrafter(nn.Module):
     def confidence_logit(self, hidden: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
         return self.confidence(torch.cat((hidden, self.markov_in(previous)), dim=-1)).squeeze(-1)
 
-    # -- training: many anchors per window, teacher-forced prefixes
-    def training_outputs(
+    def backbone(
         self, tokens: torch.Tensor, features: torch.Tensor, anchors: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Windows [B, T] with target features [B, T, F]; anchors [B, A] (x_0 positions, >= 1,
-        <= T - gamma). Returns draft logits [B, A, gamma, V] and confidence logits
-        [B, A, gamma], with x_{k-1} the window's own token at position a + k - 1."""
+    ) -> torch.Tensor:
+        """Hidden states [B, A * gamma, d] of the blocks at ``anchors`` [B, A] (x_0 positions,
+        >= 1, <= T - gamma) of windows [B, T] with target features [B, T, F]."""
         batch, width = tokens.shape
         gamma = self.gamma
         count = anchors.shape[1]
         target = self.frozen_target
-        offsets = torch.arange(gamma)
-        slot_pos = (anchors[:, :, None] + offsets).reshape(batch, count * gamma)
-        previous = torch.gather(tokens, 1, slot_pos)
+        slot_pos = (anchors[:, :, None] + torch.arange(gamma)).reshape(batch, count * gamma)
         fused = self.fused(features)
-        latest = torch.gather(fused, 1, (anchors - 1)[:, :, None].expand(-1, -1, fused.shape[-1]))
-        x = self.block_inputs(torch.gather(tokens, 1, anchors), latest)
-        x = x.reshape(batch, count * gamma, -1)
+        x = self.block_inputs(torch.gather(tokens, 1, anchors)).reshape(batch, count * gamma, -1)
         cos, sin = target.rope_cos[slot_pos], target.rope_sin[slot_pos]
         ctx_cos, ctx_sin = target.rope_cos[:width], target.rope_sin[:width]
         slot_anchor = anchors[:, :, None].expand(batch, count, gamma).reshape(batch, -1)
@@ -199,9 +206,21 @@ class DSparkDrafter(nn.Module):
             assert isinstance(layer, ContextLayer)
             ck, cv = layer.context_keys(fused, ctx_cos[None], ctx_sin[None])
             x = layer(x, cos, sin, ck, cv, mask)
+        return x
+
+    # -- training: many anchors per window, teacher-forced prefixes
+    def training_outputs(
+        self, tokens: torch.Tensor, features: torch.Tensor, anchors: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Draft logits [B, A, gamma, V] and confidence logits [B, A, gamma] of the blocks at
+        ``anchors`` (see :meth:`backbone`), with x_{k-1} the window's own token at a + k - 1."""
+        batch, count = anchors.shape
+        slot_pos = (anchors[:, :, None] + torch.arange(self.gamma)).reshape(batch, -1)
+        previous = torch.gather(tokens, 1, slot_pos)
+        x = self.backbone(tokens, features, anchors)
         logits = self.parallel_logits(x) + self.markov_bias(previous)
         conf = self.confidence_logit(x, previous)
-        return logits.reshape(batch, count, gamma, -1), conf.reshape(batch, count, gamma)
+        return logits.reshape(batch, count, self.gamma, -1), conf.reshape(batch, count, -1)
 
     # -- inference
     def start(self, batch: int, capacity: int | None = None) -> DSparkState:
@@ -209,8 +228,7 @@ class DSparkDrafter(nn.Module):
         head_dim = tc.d_model // self.config.n_heads
         size = capacity or tc.max_len
         return DSparkState(
-            KVCache(self.config.n_layers, batch, size, self.config.n_heads, head_dim),
-            tc.d_model,
+            KVCache(self.config.n_layers, batch, size, self.config.n_heads, head_dim)
         )
 
     @torch.no_grad()
@@ -222,7 +240,7 @@ class DSparkDrafter(nn.Module):
         counts: torch.Tensor,
     ) -> None:
         cache = state.cache
-        batch, width = next_tokens.shape
+        width = next_tokens.shape[1]
         ragged = Ragged.of(counts, cache.lengths, width)
         positions = ragged.flat_positions()
         target = self.frozen_target
@@ -233,8 +251,6 @@ class DSparkDrafter(nn.Module):
             k, v = layer.context_keys(fused, cos, sin)
             cache.keys[index][ragged.rows, positions] = k
             cache.values[index][ragged.rows, positions] = v
-        last = ragged.pad(fused, batch, width)[torch.arange(batch), (counts - 1).clamp(min=0)]
-        state.latest = torch.where((counts > 0)[:, None], last, state.latest)
         cache.commit(counts)
 
     @torch.no_grad()
@@ -251,7 +267,7 @@ class DSparkDrafter(nn.Module):
         span = int(cache.lengths.max())
         positions = cache.lengths[:, None] + torch.arange(gamma)
         cos, sin = target.rope_cos[positions], target.rope_sin[positions]
-        x = self.block_inputs(pending, state.latest)
+        x = self.block_inputs(pending)
         context_mask = torch.arange(span)[None, None, :] < cache.lengths[:, None, None]
         mask = torch.cat(
             (
@@ -288,15 +304,16 @@ def dspark_loss(
     confidence_logits: torch.Tensor,
     target_probs: torch.Tensor,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """0.1 L_ce + 0.9 L_tv + 1.0 L_conf, each weighted per position by exp(-(k - 1)/gamma).
+    """The release's 0.1 L_ce + 0.9 L_tv + 1.0 L_conf, each weighted per position by
+    :func:`position_weights`.
 
     ``target_probs`` [.., gamma, V] is the target's law at each slot; L_ce is the
-    cross-entropy against it (the expectation of the CE of a target sample), L_tv the L1
-    distance, L_conf the BCE of c_k against c*_k = 1 - 0.5 ||p^d_k - p^t_k||_1 (detached).
+    cross-entropy against it (the expectation of the release's hard-label CE on a target
+    sample), L_tv the L1 distance, L_conf the BCE of c_k against c*_k = 1 - TV(p^d_k, p^t_k)
+    (detached).
     """
     gamma = draft_logits.shape[-2]
     weights = position_weights(gamma)
-    weights = weights / weights.sum()
     log_q = torch.log_softmax(draft_logits.float(), dim=-1)
     q = log_q.exp()
     ce = -(target_probs * log_q).sum(-1)
@@ -321,7 +338,7 @@ def dspark_loss(
     return loss, stats
 
 
-# --------------------------------------------------------------------------- EAGLE-style
+# --------------------------------------------------------------------------- EAGLE-3
 
 
 @dataclass(frozen=True)
@@ -329,7 +346,8 @@ class EagleConfig:
     gamma: int = 7
     n_heads: int = 4
     d_ff: int = 512
-    feature_noise: float = 0.1
+    step_decay: float = 0.8
+    """Training-time-test step j is weighted by step_decay ** j."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -339,85 +357,157 @@ class EagleConfig:
         return EagleConfig(**data)
 
 
+class EagleLayer(nn.Module):
+    """EAGLE-3's decoder layer: attention reads [norm(embedding) ; norm(hidden)] (2d wide),
+    the residual stream is the hidden state."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.head_dim = d_model // n_heads
+        self.embed_norm = nn.RMSNorm(d_model)
+        self.hidden_norm = nn.RMSNorm(d_model)
+        self.qkv = nn.Linear(2 * d_model, 3 * d_model, bias=False)
+        self.out = nn.Linear(d_model, d_model, bias=False)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+
+    def split(
+        self, embedded: torch.Tensor, hidden: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k (rotated) and v [.., H, Dh]."""
+        x = torch.cat((self.embed_norm(embedded), self.hidden_norm(hidden)), dim=-1)
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        shape = (*x.shape[:-1], self.n_heads, self.head_dim)
+        q, k, v = q.reshape(shape), k.reshape(shape), v.reshape(shape)
+        return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+
+    def finish(self, hidden: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """Residual, output projection and MLP after attention (``attended`` [.., H, Dh])."""
+        x = hidden + self.out(attended.flatten(-2))
+        return x + self.mlp(self.norm2(x))
+
+
 class EagleState:
     def __init__(self, cache: KVCache) -> None:
         self.cache = cache
-        self.first_feature: torch.Tensor | None = None
+        self.latest: torch.Tensor | None = None
 
 
 class EagleDrafter(nn.Module):
-    """One causal transformer layer over [embed(x_{t+1}) ; f_t] predicting f_{t+1}; tokens
-    come from the target's LM head on the predicted feature. Drafting feeds its own features
-    back, one position per step."""
+    """EAGLE-3: the fused target layers (fc without bias) start the hidden state; one layer
+    over [norm(embed(x_{t+1})) ; norm(h_t)] gives h for the next position, whose logits come
+    from the target's LM head. Drafting feeds its own hidden states back, one position per
+    step; training does the same for gamma steps (training-time test)."""
 
     def __init__(self, target: Target, config: EagleConfig) -> None:
         super().__init__()
+        check_fused_layers(target)
         tc = target.config
         self.config = config
         self.gamma = config.gamma
         self.target = [target]
         d = tc.d_model
-        self.fc = nn.Linear(2 * d, d)
-        self.layer = Block(d, config.n_heads, config.d_ff)
+        self.fc = nn.Linear(len(tc.feature_layers) * d, d, bias=False)
+        self.layer = EagleLayer(d, config.n_heads, config.d_ff)
         self.apply(init_weights)
 
     @property
     def frozen_target(self) -> Target:
         return self.target[0]
 
-    def inputs(self, next_tokens: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
-        return self.fc(torch.cat((self.frozen_target.embed(next_tokens), features), dim=-1))
+    def training_outputs(self, tokens: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """Logits [gamma, B, T - 1, V] of the training-time test over windows [B, T].
 
-    def training_outputs(
-        self, tokens: torch.Tensor, features: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Predicted features [B, T - 1, d] for positions 1..T-1 and their logits."""
-        width = tokens.shape[1] - 1
+        Step j at column i reads token x_{i+1+j} and the previous step's hidden state at
+        column i (step 0: the fused target features of position i), sits at position i + j
+        and predicts x_{i+2+j}. Its query attends to step 0's keys at columns <= i and to
+        steps 1..j's keys at column i: what drafting step j + 1 after x_{i+1} sees.
+        Entries with i + 1 + j > T - 1 read padding (the loss masks them).
+        """
+        width = tokens.shape[1]
+        columns = width - 1
         target = self.frozen_target
-        inputs = features[:, :-1]
-        if self.training and self.config.feature_noise > 0:
-            inputs = inputs + (torch.rand_like(inputs) - 0.5) * 2 * self.config.feature_noise
-        x = self.inputs(tokens[:, 1:], inputs)
-        predicted = self.layer.forward_full(x, target.rope_cos[:width], target.rope_sin[:width])
-        return predicted, target.logits_of(predicted)
+        layer = self.layer
+        padded = F.pad(tokens, (0, self.gamma))
+        hidden = self.fc(features[:, :columns])
+        index = torch.arange(columns)
+        causal = index[None, :] <= index[:, None]
+        diagonal = index[None, :] == index[:, None]
+        keys: list[torch.Tensor] = []
+        values: list[torch.Tensor] = []
+        logits = []
+        for step in range(self.gamma):
+            cos = target.rope_cos[step : step + columns]
+            sin = target.rope_sin[step : step + columns]
+            embedded = target.embed(padded[:, 1 + step : 1 + step + columns])
+            q, k, v = layer.split(embedded, hidden, cos, sin)
+            keys.append(k)
+            values.append(v)
+            mask = torch.cat((causal, *([diagonal] * step)), dim=1)
+            a = F.scaled_dot_product_attention(
+                q.transpose(1, 2),
+                torch.cat(keys, dim=1).transpose(1, 2),
+                torch.cat(values, dim=1).transpose(1, 2),
+                attn_mask=mask,
+            )
+            hidden = layer.finish(hidden, a.transpose(1, 2))
+            logits.append(target.logits_of(hidden))
+        return torch.stack(logits)
 
     def start(self, batch: int, capacity: int | None = None) -> EagleState:
         tc = self.frozen_target.config
-        head_dim = tc.d_model // self.config.n_heads
         size = capacity or tc.max_len
-        return EagleState(KVCache(1, batch, size, self.config.n_heads, head_dim))
+        return EagleState(KVCache(1, batch, size, self.config.n_heads, self.layer.head_dim))
 
     def _step(
-        self, cache: KVCache, x: torch.Tensor, counts: torch.Tensor, starts: torch.Tensor
+        self,
+        cache: KVCache,
+        embedded: torch.Tensor,
+        hidden: torch.Tensor,
+        counts: torch.Tensor,
+        starts: torch.Tensor,
     ) -> torch.Tensor:
-        """Run the layer on ragged inputs [R, T, d] at ``starts``; returns [R, T, d]."""
-        batch, width = x.shape[:2]
+        """The layer on ragged inputs [R, T, d] at ``starts``, keys/values written into the
+        cache, causal attention; returns [R, T, d]."""
+        batch, width = hidden.shape[:2]
         ragged = Ragged.of(counts, starts, width)
         positions = ragged.flat_positions()
         target = self.frozen_target
         span = int((starts + counts).max())
-        out = self.layer.forward_cached(
-            x[ragged.rows, ragged.cols],
-            ragged,
-            cache.keys[0],
-            cache.values[0],
+        q, k, v = self.layer.split(
+            embedded[ragged.rows, ragged.cols],
+            hidden[ragged.rows, ragged.cols],
             target.rope_cos[positions],
             target.rope_sin[positions],
-            span,
         )
+        cache.keys[0][ragged.rows, positions] = k
+        cache.values[0][ragged.rows, positions] = v
+        mask = torch.arange(span)[None, None, :] <= ragged.positions[:, :, None]
+        a = F.scaled_dot_product_attention(
+            ragged.pad(q, batch, width).transpose(1, 2),
+            cache.keys[0][:, :span].transpose(1, 2),
+            cache.values[0][:, :span].transpose(1, 2),
+            attn_mask=mask[:, None],
+        )
+        attended = a.transpose(1, 2)[ragged.rows, ragged.cols]
+        out = self.layer.finish(hidden[ragged.rows, ragged.cols], attended)
         return ragged.pad(out, batch, width)
 
     def _single_step(
-        self, cache: KVCache, x: torch.Tensor, positions: torch.Tensor
+        self,
+        cache: KVCache,
+        embedded: torch.Tensor,
+        hidden: torch.Tensor,
+        positions: torch.Tensor,
     ) -> torch.Tensor:
-        """One token per request, x [R, d] at ``positions`` [R]: the layer with its keys and
+        """One token per request, [R, d] at ``positions`` [R]: the layer with its keys and
         values written into the cache (scratch past the committed lengths); returns [R, d]."""
-        block = self.layer
         target = self.frozen_target
         rows = torch.arange(len(positions))
-        cos, sin = target.rope_cos[positions], target.rope_sin[positions]
-        q, k, v = block.attn.split(block.norm1(x))
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        q, k, v = self.layer.split(
+            embedded, hidden, target.rope_cos[positions], target.rope_sin[positions]
+        )
         keys, values = cache.keys[0], cache.values[0]
         keys[rows, positions] = k
         values[rows, positions] = v
@@ -429,8 +519,7 @@ class EagleDrafter(nn.Module):
             values[:, :span].transpose(1, 2),
             attn_mask=mask[:, None, None],
         )
-        x = x + block.attn.out(a[:, :, 0].flatten(-2))
-        return x + block.mlp(block.norm2(x))
+        return self.layer.finish(hidden, a[:, :, 0])
 
     @torch.no_grad()
     def observe(
@@ -441,15 +530,13 @@ class EagleDrafter(nn.Module):
         counts: torch.Tensor,
     ) -> None:
         cache = state.cache
-        x = self.inputs(next_tokens, output.last_hidden)
-        out = self._step(cache, x, counts, cache.lengths)
-        last = (counts - 1).clamp(min=0)
-        latest = out[torch.arange(len(counts)), last]
-        if state.first_feature is None:
-            state.first_feature = latest
+        embedded = self.frozen_target.embed(next_tokens)
+        out = self._step(cache, embedded, self.fc(output.features), counts, cache.lengths)
+        last = out[torch.arange(len(counts)), (counts - 1).clamp(min=0)]
+        if state.latest is None:
+            state.latest = last
         else:
-            keep = (counts > 0)[:, None]
-            state.first_feature = torch.where(keep, latest, state.first_feature)
+            state.latest = torch.where((counts > 0)[:, None], last, state.latest)
         cache.commit(counts)
 
     @torch.no_grad()
@@ -460,34 +547,48 @@ class EagleDrafter(nn.Module):
         temperature: float,
         generator: torch.Generator,
     ) -> Proposal:
-        assert state.first_feature is not None, "observe the prompt before proposing"
+        assert state.latest is not None, "observe the prompt before proposing"
         cache = state.cache
         target = self.frozen_target
-        feature = state.first_feature
+        hidden = state.latest
         tokens, probs = [], []
         for k in range(self.gamma):
-            q = tempered_probs(target.logits_of(feature), temperature)
+            q = tempered_probs(target.logits_of(hidden), temperature)
             token = draw(q, temperature, generator)
             tokens.append(token)
             probs.append(q)
             if k + 1 < self.gamma:
-                x = self.inputs(token, feature)
-                feature = self._single_step(cache, x, cache.lengths + k)
+                hidden = self._single_step(cache, target.embed(token), hidden, cache.lengths + k)
         return Proposal(torch.stack(tokens, 1), torch.stack(probs, 1), None)
 
 
 def eagle_loss(
-    predicted: torch.Tensor,
-    logits: torch.Tensor,
-    target_features: torch.Tensor,
-    target_probs: torch.Tensor,
+    logits: torch.Tensor, target_probs: torch.Tensor, step_decay: float
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """EAGLE's objective: smooth-L1 feature regression + 0.1 x cross-entropy against the
-    target's law at the next position."""
-    regression = F.smooth_l1_loss(predicted, target_features)
-    ce = -(target_probs * torch.log_softmax(logits.float(), dim=-1)).sum(-1).mean()
-    with torch.no_grad():
-        q = torch.softmax(logits.float(), dim=-1)
-        acceptance = 1 - 0.5 * (q - target_probs).abs().sum(-1).mean()
-    stats = {"regression": regression.item(), "ce": ce.item(), "acceptance": float(acceptance)}
-    return regression + 0.1 * ce, stats
+    """The release's EAGLE-3 objective: soft cross-entropy against the target's law at every
+    training-time-test step j, weighted by step_decay ** j (normalised).
+
+    ``logits`` [gamma, B, T - 1, V] from :meth:`EagleDrafter.training_outputs`;
+    ``target_probs`` [B, T, V] the target's law at every position of the window.
+    """
+    gamma, _, columns, _ = logits.shape
+    width = target_probs.shape[1]
+    weights = step_decay ** torch.arange(gamma, dtype=torch.float32)
+    weights = weights / weights.sum()
+    index = torch.arange(columns)
+    total = logits.new_zeros(())
+    acceptance = []
+    for step in range(gamma):
+        # Column i of step j reads x_{i+1+j}; the target's law at that position drafts next.
+        valid = index + 1 + step <= width - 1
+        law = target_probs[:, 1 + step : 1 + step + int(valid.sum())]
+        log_q = torch.log_softmax(logits[step][:, valid].float(), dim=-1)
+        total = total + weights[step] * -(law * log_q).sum(-1).mean()
+        with torch.no_grad():
+            acceptance.append(1 - 0.5 * (log_q.exp() - law).abs().sum(-1).mean())
+    stats = {
+        "ce": float(total.detach()),
+        "acceptance_1": float(acceptance[0]),
+        "acceptance": float(torch.stack(acceptance).mean()),
+    }
+    return total, stats

@@ -26,7 +26,7 @@ from .decode import (
     autoregressive_generate,
     speculative_generate,
 )
-from .measure import full_batch_rate, tokens_per_second
+from .measure import full_batch_rate
 from .pairtest import sign_test_slower
 
 
@@ -75,7 +75,7 @@ def target_decoder(target: Any, setting: Setting, temperature: float, seed: int)
 
 
 def with_gamma(drafter: Drafter, gamma: int) -> Drafter:
-    """The same EAGLE-style drafter (shared weights) drafting ``gamma`` tokens per round: its
+    """The same EAGLE-3 drafter (shared weights) drafting ``gamma`` tokens per round: its
     cost is one layer pass per token. (DSpark's block is one pass; shorter blocks are verified
     prefixes, chosen by the scheduler.)"""
     shorter = copy.copy(drafter)
@@ -146,7 +146,8 @@ def scheduler_test(
     slower_share: float,
 ) -> dict[str, Any]:
     """Sign tests of "``candidate`` is slower than each reference", over per-chunk ratios of
-    whole-decode and of full-batch tokens/s."""
+    whole-decode and of full-batch tokens/s, and of "``candidate`` is faster" (whole decode:
+    the same test on the inverse ratios, ``claim`` "faster")."""
     out: dict[str, Any] = {}
     for reference in references:
         entry = {}
@@ -159,10 +160,14 @@ def scheduler_test(
             entry[kind] = {
                 **sign_test_slower(ratios, alpha, slower_share).as_dict(),
                 "ratios": ratios,
+                "claim": "slower",
             }
+            if rate is None:
+                inverse = [1.0 / r for r in ratios]
+                entry["whole_decode_faster"] = {
+                    **sign_test_slower(inverse, alpha, slower_share).as_dict(),
+                    "ratios": inverse,
+                    "claim": "faster",
+                }
         out[reference] = entry
     return out
-
-
-def overall_tokens_per_second(results: Sequence[DecodeResult]) -> float:
-    return tokens_per_second(results)

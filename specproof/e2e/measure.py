@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -257,3 +258,23 @@ def profile_sps(
         step_fit=fit,
         seconds=time.perf_counter() - started,
     )
+
+
+def batched(items: Sequence[list[int]], size: int) -> list[list[list[int]]]:
+    return [list(items[i : i + size]) for i in range(0, len(items), size)]
+
+
+def summary(results: Sequence[DecodeResult], gamma: int) -> dict[str, Any]:
+    scheduled = [s for res in results for r in res.rounds for s in r.scheduled]
+    accepted = [a for res in results for r in res.rounds for a in r.accepted]
+    reached, passed = acceptance_counts(results, gamma)
+    return {
+        "tau": mean_accepted_length(results),
+        "mean_accepted_drafts": float(np.mean(accepted)) if accepted else float("nan"),
+        "acceptance_by_position": conditional_acceptance(results, gamma),
+        "acceptance_reached": reached,
+        "acceptance_passed": passed,
+        "mean_verified_drafts": float(np.mean(scheduled)) if scheduled else float("nan"),
+        "request_rounds": len(scheduled),
+        "generated_tokens": sum(r.generated for r in results),
+    }

@@ -60,12 +60,12 @@ def markdown(results: dict[str, Any]) -> str:
         [
             "domain / temperature",
             "DSpark tau",
-            "EAGLE-style tau",
+            "EAGLE-3 tau",
             "DSpark tok/s",
-            "EAGLE-style tok/s",
+            "EAGLE-3 tok/s",
             "target-only tok/s",
             "DSpark x target",
-            "EAGLE-style x target",
+            "EAGLE-3 x target",
         ],
         rows,
     )

@@ -21,14 +21,14 @@ def agreement_section(results: dict[str, Any]) -> list[str]:
         "produces). 'argmax' is how often the drafter's most likely token is the target's "
         "(the acceptance rate of a greedy draft at temperature 0); 'overlap' is "
         "sum_v min(p, q) (the acceptance probability of a sampled draft at temperature 1). "
-        "DSpark is scored at every block slot k with the text's own x_{k-1}; the EAGLE-style "
+        "DSpark is scored at every block slot k with the text's own x_{k-1}; the EAGLE-3 "
         "drafter at its first draft only (later ones read its own predicted features).",
         "",
     ]
     rows = []
     for domain, entry in agreement.items():
         for text in ("real", "greedy"):
-            for name, label in (("dspark", "DSpark"), ("eagle", "EAGLE-style")):
+            for name, label in (("dspark", "DSpark"), ("eagle", "EAGLE-3")):
                 scores = entry[text][name]
                 rows.append(
                     [

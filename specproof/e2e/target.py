@@ -26,8 +26,8 @@ class TargetConfig:
     d_ff: int = 768
     max_len: int = 256
     feature_layers: tuple[int, ...] = (0, 1, 3)
-    """0-based blocks whose outputs feed the DSpark drafter; the last block's output is the
-    EAGLE-style feature."""
+    """0-based blocks whose outputs both drafters fuse (spread over the depth, never the
+    last, as in the DSpark release)."""
 
     @property
     def head_dim(self) -> int:

@@ -13,7 +13,7 @@ from .target import Target, TargetConfig
 from .train import TrainSettings, train_dspark, train_eagle
 
 TOY_TARGET = TargetConfig(
-    d_model=32, n_layers=2, n_heads=2, d_ff=64, max_len=48, feature_layers=(0, 1)
+    d_model=32, n_layers=3, n_heads=2, d_ff=64, max_len=48, feature_layers=(0, 1)
 )
 
 

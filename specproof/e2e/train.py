@@ -171,6 +171,14 @@ def freeze(target: Target) -> None:
         p.requires_grad_(False)
 
 
+def anchors_without_replacement(
+    batch: int, count: int, low: int, high: int, generator: torch.Generator
+) -> torch.Tensor:
+    """[batch, count] distinct positions in low..high per row (all of them if fewer)."""
+    order = torch.rand(batch, high - low + 1, generator=generator).argsort(dim=1)
+    return order[:, :count] + low
+
+
 def train_dspark(
     drafter: DSparkDrafter,
     sampler: BatchSource,
@@ -179,8 +187,8 @@ def train_dspark(
     log: Log = print,
     seed: int = 0,
 ) -> TrainReport:
-    """Anchors drawn uniformly from 1..T - gamma in each window; the frozen target supplies
-    its features and its law at every block slot."""
+    """Anchors drawn without replacement from 1..T - gamma in each window (the release's
+    sampling); the frozen target supplies its features and its law at every block slot."""
     target = drafter.frozen_target
     freeze(target)
     gamma = drafter.gamma
@@ -191,9 +199,8 @@ def train_dspark(
         with torch.no_grad():
             out = target(tokens)
             probs = torch.softmax(out.logits.float(), dim=-1)
-        high = settings.window - gamma
-        anchors = torch.randint(
-            1, high + 1, (settings.batch_size, anchors_per_window), generator=generator
+        anchors = anchors_without_replacement(
+            settings.batch_size, anchors_per_window, 1, settings.window - gamma, generator
         )
         draft_logits, conf_logits = drafter.training_outputs(tokens, out.features, anchors)
         slots = anchors[:, :, None] + torch.arange(gamma)
@@ -209,6 +216,7 @@ def train_dspark(
 def train_eagle(
     drafter: EagleDrafter, sampler: BatchSource, settings: TrainSettings, log: Log = print
 ) -> TrainReport:
+    """Training-time test over gamma steps on the drafter's own hidden states."""
     target = drafter.frozen_target
     freeze(target)
 
@@ -217,8 +225,8 @@ def train_eagle(
         with torch.no_grad():
             out = target(tokens)
             probs = torch.softmax(out.logits.float(), dim=-1)
-        predicted, logits = drafter.training_outputs(tokens, out.last_hidden)
-        return eagle_loss(predicted, logits, out.last_hidden[:, 1:], probs[:, 1:])
+        logits = drafter.training_outputs(tokens, out.features)
+        return eagle_loss(logits, probs, drafter.config.step_decay)
 
     return run_loop("eagle", drafter, settings, step, log)
 

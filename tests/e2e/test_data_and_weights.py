@@ -13,7 +13,7 @@ from specproof.e2e.data import (
     prose_documents,
     split_documents,
 )
-from specproof.e2e.run import load_dspark, load_eagle, load_target
+from specproof.e2e.models import load_dspark, load_eagle, load_target
 from specproof.e2e.toy import toy_models
 from specproof.e2e.weights import save_weights
 
@@ -62,7 +62,7 @@ def test_shipped_weights_are_the_plan_of_nox_train_target() -> None:
 
     from safetensors import safe_open
 
-    from specproof.e2e.run import load_shipped
+    from specproof.e2e.models import load_shipped
     from specproof.e2e.ship import SHIP, SHIPPED_DIR
     from specproof.e2e.target import parameter_count
 

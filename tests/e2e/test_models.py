@@ -125,14 +125,38 @@ def test_eagle_single_token_step_matches_the_ragged_step(models: ToyModels) -> N
     d = models.target.config.d_model
     with torch.no_grad():
         state = eagle.start(2, 32)
-        prefix = torch.randn(2, 5, d, generator=generator)
+        embedded, hidden = torch.randn(2, 2, 5, d, generator=generator)
         counts = torch.tensor([5, 3])
-        eagle._step(state.cache, prefix, counts, state.cache.lengths)
+        eagle._step(state.cache, embedded, hidden, counts, state.cache.lengths)
         state.cache.commit(counts)
-        x = torch.randn(2, d, generator=generator)
-        ragged = eagle._step(state.cache, x[:, None], torch.ones(2, dtype=torch.int64), counts)
-        single = eagle._single_step(state.cache, x, counts)
+        e, h = torch.randn(2, 2, d, generator=generator)
+        one = torch.ones(2, dtype=torch.int64)
+        ragged = eagle._step(state.cache, e[:, None], h[:, None], one, counts)
+        single = eagle._single_step(state.cache, e, h, counts)
     torch.testing.assert_close(single, ragged[:, 0], atol=1e-5, rtol=1e-5)
+
+
+def test_eagle_proposal_matches_its_training_time_test(models: ToyModels) -> None:
+    """Drafting step j + 1 (cached context, its own earlier hidden states) computes the same
+    q as step j of the training-time test over the window prompt + drafts."""
+    drafter, target = models.eagle, models.target
+    prompt = torch.tensor([PROMPTS[0]])
+    column = prompt.shape[1] - 2  # reads x_L = the pending token, drafts x_{L+1}
+    with torch.no_grad():
+        state = drafter.start(1, 40)
+        count = torch.tensor([prompt.shape[1] - 1])
+        out = target.extend(prompt[:, :-1], count, target.new_cache(1, 40))
+        drafter.observe(state, out, prompt[:, 1:], count)
+        proposal = drafter.propose(state, prompt[:, -1], 1.0, torch.Generator().manual_seed(2))
+        window = torch.cat((prompt, proposal.tokens), dim=1)
+        logits = drafter.training_outputs(window, target(window).features)
+    for step in range(drafter.gamma):
+        torch.testing.assert_close(
+            proposal.probs[0, step],
+            torch.softmax(logits[step, 0, column], -1),
+            atol=1e-5,
+            rtol=1e-4,
+        )
 
 
 def test_dspark_proposal_matches_its_training_pass(models: ToyModels) -> None:

@@ -1,0 +1,141 @@
+"""What one end-to-end run trains and measures: model sizes, training shares, prompt counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from .decode import VerifyStep
+from .drafters import DSparkConfig, EagleConfig
+from .ship import SHIP
+from .target import TargetConfig
+from .verify import generator_chain_verify
+
+FAST_VERIFY: VerifyStep = generator_chain_verify
+"""The verifier of the speed tables; see :mod:`specproof.e2e.verify` for why."""
+SIGN_TEST_ALPHA = 0.05
+SIGN_TEST_SLOWER_SHARE = 0.9
+LOSSLESS_BETA = 1e-3
+LOSSLESS_TOLERANCE = 1e-4
+RANK_CELLS = 9
+TEMPERATURES = (1.0, 0.0)
+
+
+@dataclass(frozen=True)
+class Plan:
+    target: TargetConfig
+    dspark: DSparkConfig
+    eagle: EagleConfig
+    target_batch: int
+    drafter_batch: int
+    window: int
+    anchors_per_window: int
+    target_lr: float
+    drafter_lr: float
+    target_share: float
+    drafter_share: float
+    prompt_length: int
+    new_tokens: int
+    requests: int
+    calibration_prompts: int
+    evaluation_prompts: int
+    bits_batches: int
+    sps_new_tokens: int
+    sps_sweeps: int
+    sps_seconds: float
+    lossless_delta: float
+    pool_size: int
+    pool_prefix: int
+    threshold: Fraction
+    latency_prompts: int = 12
+    """Batch-1 decodes per domain and temperature (each its own chunk)."""
+    scheduler_chunks: int = 6
+    """Chunks per domain at each batch size of the scheduler comparison."""
+    scheduler_batches: tuple[int, ...] = (4, 8)
+    sweep_chunks: int = 2
+    """Calibration chunks per domain for the fixed-gamma sweep."""
+    lossless_batch: int = 700
+    agreement_windows: int = 16
+    """Held-out windows per domain for the teacher-forced agreement table."""
+
+
+FULL = Plan(
+    target=TargetConfig(
+        d_model=128, n_layers=4, n_heads=4, d_ff=512, max_len=160, feature_layers=(0, 2)
+    ),
+    dspark=DSparkConfig(gamma=7, n_layers=1, n_heads=4, d_ff=512, rank=32),
+    eagle=EagleConfig(gamma=7, n_heads=4, d_ff=512),
+    target_batch=16,
+    drafter_batch=8,
+    window=128,
+    anchors_per_window=32,
+    target_lr=3e-3,
+    drafter_lr=2e-3,
+    target_share=0.42,
+    drafter_share=0.17,
+    prompt_length=32,
+    new_tokens=96,
+    requests=4,
+    calibration_prompts=24,
+    evaluation_prompts=16,
+    bits_batches=8,
+    sps_new_tokens=32,
+    sps_sweeps=15,
+    sps_seconds=30.0,
+    lossless_delta=0.1,
+    pool_size=768,
+    pool_prefix=16,
+    threshold=Fraction(1, 2),
+)
+
+SMOKE = Plan(
+    target=TargetConfig(
+        d_model=32, n_layers=3, n_heads=2, d_ff=64, max_len=48, feature_layers=(0, 1)
+    ),
+    dspark=DSparkConfig(gamma=3, n_layers=1, n_heads=2, d_ff=64, rank=8),
+    eagle=EagleConfig(gamma=3, n_heads=2, d_ff=64),
+    target_batch=4,
+    drafter_batch=4,
+    window=32,
+    anchors_per_window=4,
+    target_lr=3e-3,
+    drafter_lr=2e-3,
+    target_share=0.4,
+    drafter_share=0.2,
+    prompt_length=8,
+    new_tokens=12,
+    requests=2,
+    calibration_prompts=4,
+    evaluation_prompts=2,
+    bits_batches=1,
+    sps_new_tokens=6,
+    sps_sweeps=2,
+    sps_seconds=5.0,
+    lossless_delta=0.5,
+    pool_size=8,
+    pool_prefix=4,
+    threshold=Fraction(1, 2),
+    latency_prompts=1,
+    scheduler_chunks=1,
+    scheduler_batches=(2, 3),
+    sweep_chunks=1,
+    lossless_batch=400,
+)
+
+SHIPPED = replace(
+    FULL,
+    target=SHIP.target,
+    dspark=SHIP.dspark,
+    eagle=SHIP.eagle,
+    anchors_per_window=SHIP.anchors_per_window,
+    new_tokens=64,
+    calibration_prompts=96,
+    evaluation_prompts=16,
+    bits_batches=4,
+    sps_new_tokens=24,
+    sps_sweeps=5,
+    sps_seconds=20.0,
+    lossless_delta=0.15,
+    scheduler_batches=(4, 8, 16),
+)
+"""Measurement sizes for the shipped models (trained by ``nox -s train-target``)."""
