@@ -36,7 +36,7 @@ def sps_for(requests: int) -> Callable[[int], float]:
 
 @functools.cache
 def shipped_models() -> Any:
-    from specproof.e2e.run import load_shipped
+    from specproof.e2e.models import load_shipped
     from specproof.e2e.ship import SHIPPED_DIR
 
     return load_shipped(SHIPPED_DIR)
@@ -121,6 +121,6 @@ def dspark_algorithm1_greedy() -> Engine:
 E2E_DECODERS: dict[str, Callable[[], Engine]] = {
     "DSpark + Algorithm 1": dspark_algorithm1,
     "DSpark + static threshold": dspark_static_threshold,
-    "EAGLE-style, fixed gamma": eagle_fixed_gamma,
+    "EAGLE-3, fixed gamma": eagle_fixed_gamma,
     "DSpark + Algorithm 1, T = 0": dspark_algorithm1_greedy,
 }
