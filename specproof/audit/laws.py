@@ -106,33 +106,35 @@ def binned_round_law(problem: TableProblem) -> Law:
     """The chain rule's round law of random rows with tokens mapped to classes, in float64."""
     p, q = problem.p64(), problem.q64()
     classes, count = token_classes(problem)
-    states = problem.states
-    next_state = np.arange(problem.vocab) % states
     onehot_class = np.eye(count)[classes]  # [V, classes]
-    onehot_state = np.eye(states)[next_state]  # [V, states]
+    onehot_state = np.eye(problem.states)[np.arange(problem.vocab) % problem.states]  # [V, states]
+    # Per (position, state), over classes: the bonus p, the residual max(p - q, 0), and the
+    # accepted mass min(p, q) split by the next state. No path depends on V after this.
+    bonus = p @ onehot_class  # [gamma + 1, states, classes]
+    residual = np.maximum(p[:-1] - q, 0.0) @ onehot_class
+    accepted = np.einsum("ksv,vc,vt->ksct", np.minimum(p[:-1], q), onehot_class, onehot_state)
     law: Law = {}
     weight = 1.0 / len(problem.draft_lengths)
-    for length in problem.draft_lengths:
-        # paths: (classes so far, state) -> mass, all drafts so far accepted
-        paths: dict[tuple[tuple[int, ...], int], float] = {((), problem.prompt_state): 1.0}
-        for k in range(length + 1):
-            step: dict[tuple[tuple[int, ...], int], float] = {}
+    # paths: (classes so far, state) -> mass, all drafts so far accepted
+    paths: dict[tuple[tuple[int, ...], int], float] = {((), problem.prompt_state): 1.0}
+    for k in range(max(problem.draft_lengths) + 1):
+        for length in problem.draft_lengths:
+            if length < k:
+                continue
+            final = bonus[k] if k == length else residual[k]
             for (prefix, s), mass in paths.items():
-                final = p[k, s] if k == length else np.maximum(p[k, s] - q[k, s], 0.0)
-                ends = final @ onehot_class
-                for c in range(count):
-                    if ends[c] > 0:
-                        key = (length, 0, *prefix, c)
-                        law[key] = law.get(key, 0.0) + weight * mass * float(ends[c])
-                if k == length:
-                    continue
-                accepted = np.minimum(p[k, s], q[k, s])
-                moves = (accepted[:, None] * onehot_class)[:, :, None] * onehot_state[:, None]
-                totals = moves.sum(0)  # [classes, states]
-                for c, s2 in zip(*np.nonzero(totals), strict=True):
-                    key2 = ((*prefix, int(c)), int(s2))
-                    step[key2] = step.get(key2, 0.0) + mass * float(totals[c, s2])
-            paths = step
+                for c in np.nonzero(final[s] > 0)[0].tolist():
+                    key = (length, 0, *prefix, c)
+                    law[key] = law.get(key, 0.0) + weight * mass * float(final[s, c])
+        if k == max(problem.draft_lengths):
+            break
+        step: dict[tuple[tuple[int, ...], int], float] = {}
+        for (prefix, s), mass in paths.items():
+            moves = accepted[k, s]
+            for c, s2 in zip(*np.nonzero(moves), strict=True):
+                key2 = ((*prefix, int(c)), int(s2))
+                step[key2] = step.get(key2, 0.0) + mass * float(moves[c, s2])
+        paths = step
     return law
 
 
