@@ -22,6 +22,10 @@ from .harness import TableProblem
 from .requests import request_kinds
 
 LARGE_VOCAB = 50_257
+LONG_LARGE_VOCAB = 2_053
+"""Vocabulary of the large-vocab-long case (at most ``large_vocab``): a prime above 2048, so
+no power-of-two tile divides it. Its rounds carry gamma + 1 = 9 rows of V floats each (its cost
+grows with V nine times faster than the gamma = 1 case's); ``--long-vocab`` raises it."""
 
 
 def _rows(rng: np.random.Generator, shape: tuple[int, ...], zeros: float = 0.0) -> np.ndarray:
@@ -56,6 +60,10 @@ LONG_GAMMA = 7
 """Draft length of the long case (V = 2: the joint round law has 2^9 - 2 cells)."""
 RAGGED_GAMMA = 8
 """Longest draft of the long ragged case (V = 3, lengths 0..8, per-position rows)."""
+LONG_VOCAB_GAMMA = 8
+"""Longest draft of the large-vocabulary long case (lengths 0..8, per-position rows)."""
+HEAVY_BIN = (2.0, 8.0)
+"""Weight of the heavy hash bin after state 0 and state 1 in the large-vocabulary long case."""
 REQUEST_KEPT = 4
 """Tokens with target mass in each row of the request case (V = 6: two are filtered out)."""
 
@@ -72,13 +80,36 @@ def _kept_rows(rng: np.random.Generator, shape: tuple[int, ...], kept: int) -> n
     return _no_ties(rows)
 
 
-def verifier_problems(seed: int = 0, large_vocab: int = LARGE_VOCAB) -> list[TableProblem]:
+def _position_binned_rows(
+    rng: np.random.Generator, bins: HashPartition, gamma: int, vocab: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random target and draft rows (two states) whose hash-bin masses differ by position and
+    state: the target row at position k is heavier on bin k mod bins (2x after state 0, 8x
+    after state 1), its draft row on the next bin by as much. The residual max(p - q, 0) then
+    sits on different bins at different positions, so a verifier that reads another position's
+    (or state's) row shows in the binned law."""
+    token_bin = bins.tokens(np.arange(vocab))
+    heavy = np.arange(gamma + 1)[:, None, None] % bins.bins
+    weight = np.asarray(HEAVY_BIN)[None, :, None]
+    target = _rows(rng, (gamma + 1, len(HEAVY_BIN), vocab))
+    target *= np.where(token_bin == heavy, weight, 1.0)
+    target /= target.sum(axis=-1, keepdims=True)
+    over = token_bin == (heavy[:gamma] + 1) % bins.bins
+    draft = target[:gamma] * np.where(over, weight, 1.0)
+    return target, draft / draft.sum(axis=-1, keepdims=True)
+
+
+def verifier_problems(
+    seed: int = 0, large_vocab: int = LARGE_VOCAB, long_vocab: int = LONG_LARGE_VOCAB
+) -> list[TableProblem]:
     """The verifier battery. Small outcome spaces (V = 4, gamma = 2: at most 84 round outcomes
     per draft length and row kind) so that the joint law of the whole round is tested cell by
-    cell; one large vocabulary through hash bins; the fixed adversarial cases of
-    :mod:`specproof.audit.adversarial`."""
-    if large_vocab < 2:
-        raise ValueError(f"large_vocab must be at least 2, got {large_vocab}")
+    cell; one large vocabulary through hash bins (gamma = 1 at ``large_vocab``; drafts of 0..8
+    at the smaller of ``long_vocab`` and ``large_vocab``, per-position rows); the fixed
+    adversarial cases of :mod:`specproof.audit.adversarial`."""
+    if large_vocab < 2 or long_vocab < 2:
+        raise ValueError(f"vocabularies must be at least 2, got {large_vocab}, {long_vocab}")
+    long_vocab = min(long_vocab, large_vocab)
     rng = np.random.default_rng(seed)
     gamma, states, vocab = GAMMA, 2, SMALL_VOCAB
     shape_p, shape_q = (gamma + 1, states, vocab), (gamma, states, vocab)
@@ -189,7 +220,19 @@ def verifier_problems(seed: int = 0, large_vocab: int = LARGE_VOCAB) -> list[Tab
     )
     from .adversarial import adversarial_problems
 
-    return problems + adversarial_problems()
+    # Last, so that the cases before it (and their rows) are those of earlier batteries.
+    wide_p, wide_q = _position_binned_rows(rng, bins, LONG_VOCAB_GAMMA, long_vocab)
+    long_case = TableProblem(
+        "large-vocab-long",
+        wide_p,
+        wide_q,
+        ragged=True,
+        positions=True,
+        token_bins=bins,
+        description=f"V={long_vocab}, draft lengths 0..{LONG_VOCAB_GAMMA} in one batch, "
+        "tokens hashed into 3 bins, per-position rows",
+    )
+    return [*problems, *adversarial_problems(), long_case]
 
 
 def calls_problem(signature: str, seed: int = 0) -> TableProblem:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .cases import LARGE_VOCAB, verifier_problems
+from .cases import LARGE_VOCAB, LONG_LARGE_VOCAB, verifier_problems
 from .harness import Signature
 from .hunt import DEFAULT_BUDGET
 from .report import AuditReport
@@ -208,6 +208,13 @@ def parser() -> argparse.ArgumentParser:
         help=f"vocabulary of the large-vocabulary case (default {LARGE_VOCAB})",
     )
     out.add_argument(
+        "--long-vocab",
+        type=_positive(int, "--long-vocab", 1),
+        default=LONG_LARGE_VOCAB,
+        help="vocabulary of the large-vocab-long case (drafts 0..8), at most --large-vocab "
+        f"(default {LONG_LARGE_VOCAB})",
+    )
+    out.add_argument(
         "--timeout",
         type=_positive(float, "--timeout"),
         default=DEFAULT_TIMEOUT,
@@ -246,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             "tolerance": args.tolerance,
             "seed": args.seed,
             "timeout": args.timeout,
-            "problems": verifier_problems(args.seed, args.large_vocab),
+            "problems": verifier_problems(args.seed, args.large_vocab, args.long_vocab),
             "bars": None if args.quiet else progress_bar(),
             "marker": MARKERS[args.greedy_marker],
         }

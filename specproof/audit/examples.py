@@ -57,7 +57,9 @@ def _verify_rows(
     """Dense chain verification: ``target_probs`` holds gamma rows (+1 bonus row when ``bonus``
     is None); row b verifies its first ``lengths[b]`` drafts; ``greedy`` rows keep drafts equal
     to the target argmax and end with the argmax. ``bug`` switches on one of the public bug
-    classes of :mod:`specproof.audit.bugclasses` (None: correct)."""
+    classes of :mod:`specproof.audit.bugclasses`, or "residual-lagged-from-3" (a per-position
+    indexing bug: the correction at output position >= 3 drawn from the residual of the
+    position before's rows); None: correct."""
     batch, gamma = draft_tokens.shape
     tokens = draft_tokens.to(torch.int64)
     if bug == "position-zero-rows":  # every position reads the rows of position 0
@@ -90,8 +92,11 @@ def _verify_rows(
     stop = accepted.clamp_max(max(gamma - 1, 0))
     rejected = accepted < lengths
     if gamma > 0:
-        p_stop = target_probs[rows, stop].double()
-        q_stop = draft_probs[rows, stop].double()
+        row_of_stop = stop
+        if bug == "residual-lagged-from-3":  # from output position 3 on, the previous rows
+            row_of_stop = torch.where(stop >= 2, stop - 1, stop)
+        p_stop = target_probs[rows, row_of_stop].double()
+        q_stop = draft_probs[rows, row_of_stop].double()
         residual = p_stop if biased else (p_stop - q_stop).clamp_min(0)
         correction = _draw(residual, None, u_correction)
         if bug == "mixed-generator-noise" and generators:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -721,10 +721,14 @@ def round_counts(problem: TableProblem, sampled: Sampled) -> dict[Outcome, int]:
     return count_rows(class_rows(problem, sampled.rounds, 2), 2)[0]
 
 
-def first_round_of(problem: TableProblem, sampled: Sampled, outcome: Outcome) -> int:
-    """Index of the first sampled round with this outcome."""
+def first_round_of(
+    problem: TableProblem, sampled: Sampled, outcomes: Collection[Outcome]
+) -> tuple[int, Outcome]:
+    """The first sampled round whose outcome is one of ``outcomes``, and that outcome (one pass
+    over the rounds, however many outcomes are asked for)."""
     mapped = class_rows(problem, sampled.rounds, 2)
     for i, row in enumerate(mapped.tolist()):
-        if tuple(row[:2]) + tuple(t for t in row[2:] if t != PLACEHOLDER) == outcome:
-            return i
-    raise KeyError(outcome)
+        outcome = tuple(row[:2]) + tuple(t for t in row[2:] if t != PLACEHOLDER)
+        if outcome in outcomes:
+            return i, outcome
+    raise KeyError(outcomes)

@@ -94,8 +94,7 @@ def _impossible(
     outside = [key for key in counts if key not in law]
     if not outside:
         return None
-    first = min(outside, key=lambda key: first_round_of(problem, sampled, key))
-    index = first_round_of(problem, sampled, first)
+    index, first = first_round_of(problem, sampled, set(outside))
     length, greedy, *tokens = first
     what = f"draft length {length}, {'greedy' if greedy else 'random'} row, emitted {tuple(tokens)}"
     detail = (
@@ -143,8 +142,8 @@ def audit_problem(
     completed = tokens_law(problem)
     bins = HashPartition(8, salt=seed) if len(completed) > 120 else None
     joint = (
-        [position_law(exact_law, problem.gamma + 1)[j] for j in range(1, problem.gamma + 2)]
-        if (problem.positions)
+        list(position_law(exact_law, problem.gamma + 1).values())
+        if problem.positions
         else [exact_law]
     )
     checked: list[Mapping[Any, object]] = (

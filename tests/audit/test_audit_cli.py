@@ -18,6 +18,7 @@ SCHEDULER = "specproof.audit.examples:algorithm1_schedule"
     ("option", "message"),
     [
         (["--large-vocab", "0"], "--large-vocab must be > 1"),
+        (["--long-vocab", "1"], "--long-vocab must be > 1"),
         (["--alpha", "1.5"], "alpha must be in (0, 1)"),
         (["--tolerance", "-1"], "tolerance must be in [0, 1)"),
         (["--hunt", "0"], "--hunt must be > 0"),
