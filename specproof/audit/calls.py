@@ -230,34 +230,19 @@ def audit_calls(
 
 
 def _repeat_row(differs: np.ndarray, rows: int, how: str) -> CaseResult:
+    """The exact ``repeat`` row: every seeded row of two identical calls must be equal."""
     if len(differs):
+        first = int(differs[0])
+        verdict = "FAIL"
         detail = (
-            f"{CASE}/repeat: row {int(differs[0])} (seeded through {how}) differs between two "
+            f"{CASE}/repeat: row {first} (seeded through {how}) differs between two "
             f"calls with the same seeds on identical inputs; {len(differs)} of {rows} rows"
         )
-        return CaseResult(
-            CASE,
-            "repeat",
-            rows,
-            None,
-            None,
-            0.0,
-            None,
-            None,
-            "FAIL",
-            detail,
-            summary=f"seeded row {int(differs[0])} not reproduced",
-        )
+        summary = f"seeded row {first} not reproduced"
+    else:
+        verdict = "pass"
+        detail = f"seeded rows ({how}) reproduced exactly"
+        summary = f"{rows} seeded rows reproduced exactly"
     return CaseResult(
-        CASE,
-        "repeat",
-        rows,
-        None,
-        None,
-        0.0,
-        None,
-        None,
-        "pass",
-        f"seeded rows ({how}) reproduced exactly",
-        summary=f"{rows} seeded rows reproduced exactly",
+        CASE, "repeat", rows, None, None, 0.0, None, None, verdict, detail, summary=summary
     )
