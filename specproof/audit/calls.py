@@ -37,7 +37,7 @@ from .harness import (
     draft_rounds,
     vllm_call,
 )
-from .report import CaseResult
+from .report import CaseResult, exact_row
 from .requests import GREEDY_TEMPERATURE
 
 CASE = "calls"
@@ -117,7 +117,7 @@ def _rate_row(
 ) -> CaseResult:
     n = len(same)
     if n == 0:
-        return CaseResult(CASE, check, 0, None, None, 0.0, None, None, "FAIL", f"no {what} rows")
+        return exact_row(CASE, check, 0, "FAIL", f"no {what} rows")
     rate, expected = float(same.mean()), float(collision.mean())
     gap = abs(rate - expected)
     bound = math.sqrt(math.log(2 / alpha) / (2 * n))
@@ -200,7 +200,7 @@ def audit_calls(
             check_structure(out, drafts, problem.vocab)
     except VerifierError as error:
         detail = f"{CASE}/layout: {error.message}"
-        return [CaseResult(CASE, "layout", batch, None, None, 0.0, None, None, "FAIL", detail)]
+        return [exact_row(CASE, "layout", batch, "FAIL", detail)]
     collision = collision_probability(drafts, bonus_given=signature.startswith("vllm"))
     identical = (first == again).all(1).numpy()
     results: list[CaseResult] = []
@@ -243,6 +243,4 @@ def _repeat_row(differs: np.ndarray, rows: int, how: str) -> CaseResult:
         verdict = "pass"
         detail = f"seeded rows ({how}) reproduced exactly"
         summary = f"{rows} seeded rows reproduced exactly"
-    return CaseResult(
-        CASE, "repeat", rows, None, None, 0.0, None, None, verdict, detail, summary=summary
-    )
+    return exact_row(CASE, "repeat", rows, verdict, summary, detail)

@@ -51,6 +51,25 @@ class CaseResult:
         return self.detail
 
 
+def exact_row(
+    case: str, check: str, n: int | None, verdict: str, summary: str, detail: str = ""
+) -> CaseResult:
+    """A row that cannot fail a correct subject (alpha = 0): no estimate, bound or power."""
+    return CaseResult(
+        case=case,
+        check=check,
+        n=n,
+        tv_estimate=None,
+        bound=None,
+        alpha=0.0,
+        beta=None,
+        delta=None,
+        verdict=verdict,
+        detail=detail or summary,
+        summary=summary,
+    )
+
+
 @dataclass
 class AuditReport:
     subject: str

@@ -7,17 +7,14 @@ from pathlib import Path
 
 import torch
 
-from specproof.e2e.drafters import DSparkConfig, EagleConfig
+from specproof.e2e.plans import SMOKE
 from specproof.e2e.ship import ShipPlan, train_shipped
-from specproof.e2e.target import TargetConfig
 from specproof.e2e.weights import load_weights
 
 TINY = ShipPlan(
-    target=TargetConfig(
-        d_model=32, n_layers=3, n_heads=2, d_ff=64, max_len=48, feature_layers=(0, 1)
-    ),
-    dspark=DSparkConfig(gamma=3, n_layers=1, n_heads=2, d_ff=64, rank=8),
-    eagle=EagleConfig(gamma=3, n_heads=2, d_ff=64),
+    target=SMOKE.target,
+    dspark=SMOKE.dspark,
+    eagle=SMOKE.eagle,
     target_steps=2,
     target_batch=2,
     target_lr=1e-3,

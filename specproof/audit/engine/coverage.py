@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ..report import CaseResult
+from ..report import CaseResult, exact_row
 from .subject import Emission
 
 WARN = "warn"
@@ -41,7 +41,7 @@ def coverage_row(case: str, runs: Sequence[Emission], max_draft: int | None) -> 
     rounds = [r for run in runs for r in run.rounds]
     if not rounds:
         summary = "no round trace: coverage unknown"
-        return _row(case, len(runs), WARN, summary, summary)
+        return exact_row(case, "coverage", len(runs), WARN, summary, summary)
     drafted = Counter(d for d, _ in rounds)
     accepted = Counter(a for _, a in rounds)
     summary = (
@@ -49,21 +49,7 @@ def coverage_row(case: str, runs: Sequence[Emission], max_draft: int | None) -> 
     )
     warnings = untaken_paths(rounds, max_draft)
     if not warnings:
-        return _row(case, len(runs), "pass", summary, summary)
-    return _row(case, len(runs), WARN, summary, f"{case}/coverage: " + "; ".join(warnings))
-
-
-def _row(case: str, n: int, verdict: str, summary: str, detail: str) -> CaseResult:
-    return CaseResult(
-        case=case,
-        check="coverage",
-        n=n,
-        tv_estimate=None,
-        bound=None,
-        alpha=0.0,
-        beta=None,
-        delta=None,
-        verdict=verdict,
-        detail=detail,
-        summary=summary,
+        return exact_row(case, "coverage", len(runs), "pass", summary, summary)
+    return exact_row(
+        case, "coverage", len(runs), WARN, summary, f"{case}/coverage: " + "; ".join(warnings)
     )

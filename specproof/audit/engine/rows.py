@@ -23,7 +23,7 @@ import numpy as np
 
 from specproof.stats import FitResult, goodness_of_fit, worst_case_power
 
-from ..report import CaseResult
+from ..report import CaseResult, exact_row
 from .subject import Emission
 
 NEAR_TIE = 1e-4
@@ -88,24 +88,6 @@ def layout_problem(
     if len(tokens) < num_new_tokens and (not tokens or tokens[-1] != eos):
         return f"{len(tokens)} tokens for {num_new_tokens} asked, without EOS"
     return ""
-
-
-def exact_row(
-    case: str, check: str, n: int | None, verdict: str, summary: str, detail: str = ""
-) -> CaseResult:
-    return CaseResult(
-        case=case,
-        check=check,
-        n=n,
-        tv_estimate=None,
-        bound=None,
-        alpha=0.0,
-        beta=None,
-        delta=None,
-        verdict=verdict,
-        detail=detail or summary,
-        summary=summary,
-    )
 
 
 def support_row(case: str, runs: Sequence[Emission], rows: np.ndarray) -> CaseResult:
