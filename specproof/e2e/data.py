@@ -1,5 +1,6 @@
-"""Corpora that ship with Python: its standard library source ("code") and its bundled
-documentation topics ("prose"), as bytes, split deterministically by file or topic.
+"""The corpora: Python's standard library source ("code"), its bundled documentation topics
+("prose") and generated arithmetic with worked answers ("math", :mod:`.math_corpus`), as bytes,
+split deterministically by document name.
 
 Tokens are bytes (vocabulary 256), so no tokenizer is needed. Byte 0 separates documents.
 """
@@ -14,17 +15,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .math_corpus import MATH_DOCUMENTS, math_document
+
 VOCAB = 256
 SEPARATOR = 0
-DOMAINS = ("code", "prose")
+DOMAINS = ("code", "prose", "math")
 SKIPPED_DIRS = frozenset(
     {"test", "tests", "idle_test", "site-packages", "__pycache__", "lib2to3", "turtledemo"}
 )
 HELD_OUT_EVERY = 10
 """A document is held out when its stable hash is 0 modulo this (about 10% of documents)."""
 
-DOMAIN_WEIGHTS = {"code": 0.7, "prose": 0.3}
-"""Training mixture of the domains (code, prose)."""
+DOMAIN_WEIGHTS = {"code": 0.5, "prose": 0.25, "math": 0.25}
+"""Training mixture of the domains."""
 
 
 @dataclass(frozen=True)
@@ -103,10 +106,16 @@ def prose_documents() -> list[Document]:
     return [Document(name, clean(text.encode("utf-8"))) for name, text in sorted(topics.items())]
 
 
+def math_documents(count: int = MATH_DOCUMENTS) -> list[Document]:
+    """``count`` generated documents of worked arithmetic problems."""
+    return [Document(f"math/{i:05d}", math_document(i).encode("ascii")) for i in range(count)]
+
+
 def load_corpora() -> dict[str, Corpus]:
     return {
         "code": split_documents("code", code_documents()),
         "prose": split_documents("prose", prose_documents()),
+        "math": split_documents("math", math_documents()),
     }
 
 

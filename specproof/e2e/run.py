@@ -25,7 +25,7 @@ import torch
 from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThreshold
 
 from .agreement import agreement_table
-from .calibration import calibration_entry, fit_sts
+from .calibration import calibration_entry
 from .compare import Decoder, interleaved, speed_entry
 from .data import Corpus, WindowSampler, load_corpora, prompts_from
 from .experiments import (
@@ -40,16 +40,16 @@ from .lossless_checks import lossless_checks
 from .measure import (
     SpsProfile,
     batched,
-    confidence_records,
     profile_sps,
     summary,
     tokens_per_second,
 )
-from .models import load_shipped, train_from_scratch
+from .models import SHIPPED_DIR, load_models
 from .plans import FAST_VERIFY, FULL, SHIPPED, SMOKE, TEMPERATURES, Plan
 from .report import write_tables
 from .scheduler_tests import measure_schedulers
-from .ship import SHIPPED_DIR
+from .ship import train_models
+from .sts import fit_sts_by_temperature, held_out_check
 from .target import parameter_count
 from .train import (
     bits_per_byte,
@@ -72,9 +72,10 @@ def run(
     print(f"budget {budget_minutes} min; loading corpora")
     corpora: dict[str, Corpus] = load_corpora()
     if weights is None:
-        models = train_from_scratch(plan, budget, artifacts, corpora, seed)
+        train_models(plan, artifacts, seed, budget_seconds=budget)
+        models = load_models(artifacts, "scratch")
     else:
-        models = load_shipped(weights)
+        models = load_models(weights)
         plan = replace(
             plan,
             target=models.target.config,
@@ -116,19 +117,14 @@ def run(
     }
 
     # Sequential Temperature Scaling on the calibration half of the held-out documents, fitted
-    # separately at each decoding temperature (both domains pooled).
-    sts_fits: dict[str, dict[str, Any]] = {}
-    for temperature in TEMPERATURES:
-        decode = speculative_decoder(target, dspark, setting, temperature, fixed, seed + 100)
-        calibration_runs = [
-            decode(chunk, i)
-            for k in corpora
-            for i, chunk in enumerate(batched(prompts["calibration"][k], plan.requests))
-        ]
-        calib_logits, calib_accepted = confidence_records(calibration_runs)
-        fitted = fit_sts(calib_logits, calib_accepted)
-        sts_fits[f"{temperature:g}"] = {"temperatures": fitted, "blocks": len(calib_accepted)}
-        print(f"STS temperatures fitted at T={temperature:g}: {[round(t, 3) for t in fitted]}")
+    # separately at each decoding temperature (all domains pooled), then checked on the
+    # evaluation half.
+    sts_fits = fit_sts_by_temperature(
+        models, setting, prompts["calibration"], plan.requests, seed + 100
+    )
+    sts_check = held_out_check(
+        models, setting, prompts["evaluation"], plan.requests, sts_fits, seed + 150
+    )
     sts = sts_fits["1"]["temperatures"]
 
     evaluation: dict[str, Any] = {}
@@ -291,6 +287,7 @@ def run(
         "held_out_bits_per_byte": bits,
         "sts_temperatures": sts,
         "sts_fits": sts_fits,
+        "sts_held_out": sts_check,
         "evaluation": evaluation,
         "calibration": calibration_table,
         "agreement": agreement,

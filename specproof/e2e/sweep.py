@@ -24,8 +24,9 @@ import torch
 from .agreement import dspark_scores
 from .data import WindowSampler, load_corpora
 from .drafters import DSparkConfig, DSparkDrafter
-from .models import load_dspark, load_target
-from .ship import SHIP, SHIPPED_DIR, train_shipped
+from .models import SHIPPED_DIR, load_dspark, load_target
+from .plans import SHIPPED
+from .ship import POOL_FILE, train_models
 from .target import parameter_count
 
 
@@ -37,7 +38,7 @@ def teacher_forced_score(
     target = drafter.frozen_target
     for domain, corpus in load_corpora().items():
         tokens = WindowSampler({domain: corpus.stream("evaluation")}, {domain: 1.0}, seed).batch(
-            windows, SHIP.window
+            windows, SHIPPED.window
         )
         result = target(tokens)
         law = torch.softmax(result.logits.float(), dim=-1)
@@ -59,12 +60,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     config = DSparkConfig(
-        gamma=SHIP.dspark.gamma, n_layers=args.layers, n_heads=4, d_ff=args.d_ff, rank=args.rank
+        gamma=SHIPPED.dspark.gamma, n_layers=args.layers, n_heads=4, d_ff=args.d_ff, rank=args.rank
     )
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.score_only:
-        shutil.copy(SHIPPED_DIR / "target.safetensors", args.out / "target.safetensors")
-        train_shipped(replace(SHIP, dspark=config), args.out, seed=0, stages=["dspark"])
+        for name in ("target.safetensors", POOL_FILE):
+            shutil.copy(SHIPPED_DIR / name, args.out / name)
+        train_models(replace(SHIPPED, dspark=config), args.out, seed=0, stages=["dspark"])
     target = load_target(args.out)
     drafter = load_dspark(args.out, target)
     result = {

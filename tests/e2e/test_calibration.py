@@ -7,6 +7,7 @@ import numpy as np
 from specproof.e2e.calibration import (
     cumulative_confidence,
     cumulative_ece,
+    ece_change_by_position,
     expected_calibration_error,
     fit_sts,
     reliability_bins,
@@ -72,3 +73,24 @@ def test_reliability_bins_reproduce_the_ece() -> None:
                 surv = sum(b["count"][j] * b["survival"][j] for b in bins if b["count"][j])
                 ece += abs(conf - surv) / total
         assert abs(ece - pooled) < 1e-12
+
+
+def test_held_out_change_is_shown_negative_where_sts_fixes_overconfidence() -> None:
+    """Overconfident head (true logit z, reported 3 z): fitted on one sample, STS lowers the
+    ECE of a_k on a second sample at every position, each bootstrap interval below 0."""
+    rng = np.random.default_rng(2)
+    logits, accepted = synthetic_blocks(rng, 4000, 4)
+    temperatures = fit_sts(logits, accepted)
+    held_logits, held_accepted = synthetic_blocks(rng, 4000, 4)
+    rows = ece_change_by_position(held_logits, held_accepted, temperatures, resamples=200)
+    assert [r["position"] for r in rows] == [1, 2, 3, 4]
+    for r in rows:
+        assert abs(r["change"] - (r["ece_after"] - r["ece_before"])) < 1e-12
+        assert r["change_low"] <= r["change_high"] < 0
+
+
+def test_held_out_change_is_zero_at_unit_temperatures() -> None:
+    rng = np.random.default_rng(3)
+    logits, accepted = synthetic_blocks(rng, 500, 3)
+    rows = ece_change_by_position(logits, accepted, [1.0, 1.0, 1.0], resamples=50)
+    assert all(r["change"] == r["change_low"] == r["change_high"] == 0.0 for r in rows)

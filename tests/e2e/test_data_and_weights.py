@@ -57,13 +57,13 @@ def test_weights_round_trip(tmp_path: Path) -> None:
 
 def test_shipped_weights_are_the_plan_of_nox_train_target() -> None:
     """The committed files: bf16, under 30 MB together, the configs and step counts of
-    specproof.e2e.ship.SHIP, and loadable into float32 models of the stated sizes."""
+    specproof.e2e.plans.SHIPPED, and loadable into float32 models of the stated sizes."""
     import json
 
     from safetensors import safe_open
 
-    from specproof.e2e.models import load_shipped
-    from specproof.e2e.ship import SHIP, SHIPPED_DIR
+    from specproof.e2e.models import SHIPPED_DIR, load_models
+    from specproof.e2e.plans import SHIPPED as SHIP
     from specproof.e2e.target import parameter_count
 
     files = sorted(SHIPPED_DIR.glob("*.safetensors"))
@@ -76,7 +76,7 @@ def test_shipped_weights_are_the_plan_of_nox_train_target() -> None:
     assert report["training"]["target"]["steps"] == SHIP.target_steps
     assert report["training"]["dspark"]["steps"] == SHIP.drafter_steps
     assert report["training"]["eagle"]["steps"] == SHIP.drafter_steps
-    models = load_shipped(SHIPPED_DIR)
+    models = load_models(SHIPPED_DIR)
     assert models.target.config == SHIP.target
     assert 5_000_000 <= parameter_count(models.target) <= 10_000_000
     dspark, eagle = parameter_count(models.dspark), parameter_count(models.eagle)

@@ -16,8 +16,7 @@ import torch
 
 from specproof.e2e.data import WindowSampler, load_corpora
 from specproof.e2e.drafters import DSparkDrafter
-from specproof.e2e.models import load_shipped
-from specproof.e2e.ship import SHIPPED_DIR
+from specproof.e2e.models import SHIPPED_DIR, load_models
 
 SLOT1_TV_FLOOR = 0.15
 """The shipped drafter measures 0.27 (code) and 0.21 (prose), that of 78a9b08 0.035 / 0.040."""
@@ -48,7 +47,7 @@ def test_slot1_law_depends_on_x0(domain: str) -> None:
     """Deterministic (fixed windows and swaps): 16 held-out windows of 128 bytes, 14 blocks
     each. Fails on the drafter of commit 78a9b08 (0.035 / 0.040)."""
     torch.set_num_threads(1)
-    models = load_shipped(SHIPPED_DIR)
+    models = load_models(SHIPPED_DIR)
     corpus = load_corpora()[domain]
     windows = WindowSampler({domain: corpus.stream("evaluation")}, {domain: 1.0}, 5).batch(16, 128)
     tv = slot1_tv_when_x0_is_swapped(models.dspark, windows, seed=0)

@@ -38,7 +38,7 @@ def test_smoke_run_writes_tables(tmp_path: Path) -> None:
     assert not (tmp_path / "tables" / "e2e.md").exists()
     data = json.loads((tmp_path / "tables" / "e2e.json").read_text())
     assert set(data["evaluation"]) == {"code/T=1", "code/T=0", "prose/T=1", "prose/T=0"}
-    assert set(data["agreement"]) == {"code", "prose"}
+    assert set(data["agreement"]) == {"code", "prose", "math"}
     assert "### The drafters on real text and on the target's greedy text" in text
     gamma = results["plan"]["dspark"]["gamma"]
     for row in results["evaluation"].values():

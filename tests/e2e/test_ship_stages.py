@@ -3,18 +3,17 @@ same weights as one sequential run: each stage seeds its own initialisation."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
 from specproof.e2e.plans import SMOKE
-from specproof.e2e.ship import ShipPlan, train_shipped
+from specproof.e2e.ship import train_models
 from specproof.e2e.weights import load_weights
 
-TINY = ShipPlan(
-    target=SMOKE.target,
-    dspark=SMOKE.dspark,
-    eagle=SMOKE.eagle,
+TINY = replace(
+    SMOKE,
     target_steps=2,
     target_batch=2,
     target_lr=1e-3,
@@ -32,10 +31,10 @@ def test_stages_train_the_weights_of_one_sequential_run(tmp_path: Path) -> None:
     torch.set_num_threads(1)
     log = lambda _: None  # noqa: E731
     whole, staged = tmp_path / "whole", tmp_path / "staged"
-    report = train_shipped(TINY, whole, seed=3, log=log)
-    train_shipped(TINY, staged, seed=3, stages=["target"], log=log)
-    train_shipped(TINY, staged, seed=3, stages=["eagle"], log=log)
-    merged = train_shipped(TINY, staged, seed=3, stages=["dspark"], log=log)
+    report = train_models(TINY, whole, seed=3, log=log)
+    train_models(TINY, staged, seed=3, stages=["target", "pool"], log=log)
+    train_models(TINY, staged, seed=3, stages=["eagle"], log=log)
+    merged = train_models(TINY, staged, seed=3, stages=["dspark"], log=log)
     for name in ("target", "dspark", "eagle"):
         a, _ = load_weights(whole, name)
         b, _ = load_weights(staged, name)

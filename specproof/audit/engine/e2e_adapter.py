@@ -36,10 +36,9 @@ def sps_for(requests: int) -> Callable[[int], float]:
 
 @functools.cache
 def shipped_models() -> Any:
-    from specproof.e2e.models import load_shipped
-    from specproof.e2e.ship import SHIPPED_DIR
+    from specproof.e2e.models import SHIPPED_DIR, load_models
 
-    return load_shipped(SHIPPED_DIR)
+    return load_models(SHIPPED_DIR)
 
 
 def e2e_engine(name: str, drafter: str, schedule: Any, temperature: float = 1.0) -> Engine:
