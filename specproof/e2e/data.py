@@ -19,7 +19,6 @@ from .math_corpus import MATH_DOCUMENTS, math_document
 
 VOCAB = 256
 SEPARATOR = 0
-DOMAINS = ("code", "prose", "math")
 SKIPPED_DIRS = frozenset(
     {"test", "tests", "idle_test", "site-packages", "__pycache__", "lib2to3", "turtledemo"}
 )

@@ -136,7 +136,7 @@ SHIPPED = replace(
     # d_ff chosen so the EAGLE-3 drafter has DSpark's parameter count within 0.1%.
     eagle=EagleConfig(gamma=7, n_heads=4, d_ff=1222),
     target_steps=900,
-    drafter_steps=650,
+    drafter_steps=1000,
     anchors_per_window=96,
     pool_size=2048,
     new_tokens=64,

@@ -242,10 +242,6 @@ def main(argv: list[str] | None = None) -> None:
     replace_section(args.markdown, "e2e", markdown(results))
 
 
-if __name__ == "__main__":
-    main()
-
-
 def sts_held_out_lines(check: dict[str, Any]) -> list[str]:
     """Per-position ECE before and after STS on held-out blocks, with bootstrap intervals."""
     if not check:
@@ -278,3 +274,7 @@ def sts_held_out_lines(check: dict[str, Any]) -> list[str]:
         lines += table(["k", "t_k", "ECE before", "ECE after", "change [95 % CI]"], rows)
         lines.append("")
     return lines
+
+
+if __name__ == "__main__":
+    main()

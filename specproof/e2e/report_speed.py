@@ -213,7 +213,7 @@ def scheduler_section(results: dict[str, Any]) -> list[str]:
         "DSpark, temperature 1, STS confidences, SPS(B) profiled at the batch size. The best "
         f"fixed gamma is chosen by a sweep over gamma = 1..{results['plan']['dspark']['gamma']} "
         "on calibration prompts (full-batch tokens/s), then compared on held-out chunks of every "
-        "domains. Tests: exact one-sided "
+        "domain. Tests: exact one-sided "
         "sign tests of 'Algorithm 1 is slower' and (whole decode) of 'Algorithm 1 is faster' "
         "over the per-chunk paired ratios (ties dropped); "
         f"false-alarm rate alpha = {any_test['alpha']} each, for any distribution of the ratios; "

@@ -51,9 +51,7 @@ from .scheduler_tests import measure_schedulers
 from .ship import train_models
 from .sts import fit_sts_by_temperature, held_out_check
 from .target import parameter_count
-from .train import (
-    bits_per_byte,
-)
+from .train import prediction_statistics
 
 
 def run(
@@ -87,10 +85,11 @@ def run(
         k: WindowSampler({k: c.stream("evaluation")}, {k: 1.0}, seed + 1)
         for k, c in corpora.items()
     }
-    bits = {
-        k: bits_per_byte(target, s, plan.bits_batches, plan.target_batch, plan.window)
+    statistics = {
+        k: prediction_statistics(target, s, plan.bits_batches, plan.target_batch, plan.window)
         for k, s in held_out.items()
     }
+    bits = {k: v["bits_per_byte"] for k, v in statistics.items()}
     print(f"held-out bits per byte: {bits}")
     training_seconds = time.perf_counter() - started
     print(f"models ready at {training_seconds:.0f}s; measuring")
@@ -285,6 +284,7 @@ def run(
         },
         "training": models.training,
         "held_out_bits_per_byte": bits,
+        "held_out_statistics": statistics,
         "sts_temperatures": sts,
         "sts_fits": sts_fits,
         "sts_held_out": sts_check,

@@ -162,11 +162,10 @@ class Block(nn.Module):
 
 class TargetOutput(NamedTuple):
     """``logits`` [.., V]; ``features`` [.., len(feature_layers) * d] (the listed layers'
-    outputs, concatenated); ``last_hidden`` [.., d] (the last block's output)."""
+    outputs, concatenated)."""
 
     logits: torch.Tensor
     features: torch.Tensor
-    last_hidden: torch.Tensor
 
 
 class Target(nn.Module):
@@ -209,7 +208,7 @@ class Target(nn.Module):
             x = block.forward_full(x, cos, sin)
             if index in self.config.feature_layers:
                 features.append(x)
-        return TargetOutput(self.logits_of(x), torch.cat(features, dim=-1), x)
+        return TargetOutput(self.logits_of(x), torch.cat(features, dim=-1))
 
     def new_cache(self, batch: int, capacity: int | None = None) -> KVCache:
         c = self.config
@@ -241,7 +240,6 @@ class Target(nn.Module):
         return TargetOutput(
             ragged.pad(logits, batch, width),
             ragged.pad(torch.cat(features, dim=-1), batch, width),
-            ragged.pad(x, batch, width),
         )
 
 

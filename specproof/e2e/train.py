@@ -244,3 +244,26 @@ def bits_per_byte(
             F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
         )
     return total / batches / math.log(2)
+
+
+@torch.no_grad()
+def prediction_statistics(
+    target: Target, sampler: WindowSampler, batches: int, batch_size: int, window: int
+) -> dict[str, float]:
+    """On random held-out windows (the windows :func:`bits_per_byte` draws from the same
+    sampler state): mean next-byte cross-entropy in bits, mean entropy of the target's law in
+    bits, and mean probability of its most likely byte."""
+    bits = entropy = top = 0.0
+    for _ in range(batches):
+        batch = sampler.batch(batch_size, window + 1)
+        logits = target(batch[:, :-1]).logits.float()
+        log_probs = torch.log_softmax(logits, dim=-1)
+        bits += float(F.nll_loss(log_probs.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1)))
+        entropy += float(-(log_probs.exp() * log_probs).sum(-1).mean())
+        top += float(log_probs.max(-1).values.exp().mean())
+    scale = batches * math.log(2)
+    return {
+        "bits_per_byte": bits / scale,
+        "entropy_bits": entropy / scale,
+        "top_probability": top / batches,
+    }

@@ -37,10 +37,17 @@ def test_smoke_run_writes_tables(tmp_path: Path) -> None:
     assert "The paper's Table 1 figures" in text
     assert not (tmp_path / "tables" / "e2e.md").exists()
     data = json.loads((tmp_path / "tables" / "e2e.json").read_text())
-    assert set(data["evaluation"]) == {"code/T=1", "code/T=0", "prose/T=1", "prose/T=0"}
-    assert set(data["agreement"]) == {"code", "prose", "math"}
-    assert "### The drafters on real text and on the target's greedy text" in text
     gamma = results["plan"]["dspark"]["gamma"]
+    domains = {"code", "prose", "math"}
+    assert set(data["evaluation"]) == {f"{d}/T={t}" for d in domains for t in ("1", "0")}
+    assert set(data["agreement"]) == domains
+    assert set(data["held_out_statistics"]) == domains
+    for stats in data["held_out_statistics"].values():
+        assert 0 < stats["entropy_bits"] <= 8 and 0 < stats["top_probability"] <= 1
+    for fit, check in data["sts_held_out"].items():
+        assert fit in data["sts_fits"] and len(check["by_position"]) == gamma
+        assert check["lower_everywhere"] == all(r["change"] < 0 for r in check["by_position"])
+    assert "### The drafters on real text and on the target's greedy text" in text
     for row in results["evaluation"].values():
         for name in ("dspark", "eagle"):
             assert 1.0 <= row[name]["tau"] <= gamma + 1
