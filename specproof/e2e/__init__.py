@@ -1,11 +1,20 @@
 """specproof.e2e: DSpark end to end on small byte-level transformers.
 
-The target (:mod:`.target`) and the drafters (:mod:`.drafters`) train on text that ships with
-Python (:mod:`.data`): once, reproducibly, by ``python -m specproof.e2e.ship`` (``nox -s
-train-target``, weights shipped in ``weights/``), or inside the run with ``--from-scratch``.
-:mod:`.decode` runs the speculative round loop with KV caches and a phase breakdown;
-:mod:`.verify` is the one-pass chain verifier of the speed tables; :mod:`.experiments`,
-:mod:`.measure`, :mod:`.calibration`, :mod:`.pairtest` and :mod:`.lossless` measure it;
-``python -m specproof.e2e.run`` does all of it, writes the raw numbers to
-``benchmarks/e2e.json`` and the tables into the "e2e" section of ``BENCHMARKS.md``.
+Modules by job:
+
+- data: :mod:`.data` (code, prose and math corpora, windows, prompts), :mod:`.math_corpus`.
+- modeling: :mod:`.target`, :mod:`.drafters` (DSpark and its EAGLE-3 baseline),
+  :mod:`.schedules` (the release's per-position threshold), :mod:`.weights`, :mod:`.models`
+  (loading a trained set).
+- training: :mod:`.train` (the training loops, fixed steps or a time budget), :mod:`.ship` (the one staged path
+  for the shipped models, ``nox -s train-target``, and for ``run --from-scratch``),
+  :mod:`.sweep` (depth and Markov rank at a fixed budget).
+- decoding: :mod:`.decode` (the round loop with KV caches and a phase breakdown),
+  :mod:`.verify` (the one-pass chain verifier of the speed tables).
+- evaluation: :mod:`.experiments`, :mod:`.compare`, :mod:`.measure`, :mod:`.latency`,
+  :mod:`.scheduler_tests`, :mod:`.pairtest`, :mod:`.calibration`, :mod:`.sts`,
+  :mod:`.agreement`, :mod:`.lossless`, :mod:`.lossless_checks`.
+- report: :mod:`.report` (the tables of BENCHMARKS.md and ``benchmarks/e2e.json``).
+- the run: :mod:`.plans` (one ``Plan`` per size), :mod:`.run` (``nox -s e2e``), :mod:`.toy`
+  (tiny models for tests).
 """

@@ -1,7 +1,8 @@
-"""Training loops with wall-clock budgets: the target, then both drafters on the frozen target.
+"""Training loops: the target, then both drafters on the frozen target.
 
-Each loop runs until its budget in seconds is spent (at least ``min_steps``), with a linear
-warm-up and a cosine decay over the budget's elapsed fraction, and prints progress.
+Each loop runs a fixed number of steps, or until a budget in seconds is spent (at least
+``min_steps``), with a linear warm-up and a cosine decay over the steps or the budget, and
+prints progress.
 """
 
 from __future__ import annotations

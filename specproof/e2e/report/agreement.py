@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .mdtable import table
+from .table import table
 
 
 def agreement_section(results: dict[str, Any]) -> list[str]:

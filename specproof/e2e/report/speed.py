@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .data import DOMAIN_WEIGHTS
-from .decode import PHASES
-from .mdtable import fmt, table
-from .report_agreement import agreement_section
+from ..data import DOMAIN_WEIGHTS
+from ..decode import PHASES
+from .agreement import agreement_section
+from .table import fmt, table
 
 PAPER_TAU = {"code": 5.12, "math": 5.57, "chat": 3.49}
 """The paper's Table 1 (Qwen3-4B, block of 7, temperature 1, scheduler disabled)."""

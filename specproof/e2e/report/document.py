@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
 
 from specproof.sections import replace_section
 
-from .mdtable import table
-from .report_speed import setup_lines, speed_sections
+from .speed import setup_lines, speed_sections
+from .table import table
 
 PAPER_TABLE_1 = """\
 **The paper's Table 1 figures** (DSpark paper, not measured here: Qwen3-4B target, offline,
@@ -232,16 +231,6 @@ def write_tables(results: dict[str, Any], out: Path, markdown_path: Path) -> Non
     replace_section(markdown_path, "e2e", markdown(results))
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Re-render the "e2e" section of BENCHMARKS.md from an existing e2e.json (no measurement)."""
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("json_path", type=Path, nargs="?", default=Path("benchmarks/e2e.json"))
-    parser.add_argument("--markdown", type=Path, default=Path("BENCHMARKS.md"))
-    args = parser.parse_args(argv)
-    results = json.loads(args.json_path.read_text())
-    replace_section(args.markdown, "e2e", markdown(results))
-
-
 def sts_held_out_lines(check: dict[str, Any]) -> list[str]:
     """Per-position ECE before and after STS on held-out blocks, with bootstrap intervals."""
     if not check:
@@ -274,7 +263,3 @@ def sts_held_out_lines(check: dict[str, Any]) -> list[str]:
         lines += table(["k", "t_k", "ECE before", "ECE after", "change [95 % CI]"], rows)
         lines.append("")
     return lines
-
-
-if __name__ == "__main__":
-    main()
