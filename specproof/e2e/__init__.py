@@ -6,14 +6,15 @@ Modules by job:
 - modeling: :mod:`.target`, :mod:`.drafters` (DSpark and its EAGLE-3 baseline),
   :mod:`.schedules` (the release's per-position threshold), :mod:`.weights`, :mod:`.models`
   (loading a trained set).
-- training: :mod:`.train` (the training loops, fixed steps or a time budget), :mod:`.ship` (the one staged path
-  for the shipped models, ``nox -s train-target``, and for ``run --from-scratch``),
-  :mod:`.sweep` (depth and Markov rank at a fixed budget).
+- training: :mod:`.train` (the training loops, fixed steps or a time budget), :mod:`.ship`
+  (the one staged path for the shipped models, ``nox -s train-target``, and for
+  ``run --from-scratch``), :mod:`.sweep` (depth and Markov rank at a fixed budget).
 - decoding: :mod:`.decode` (the round loop with KV caches and a phase breakdown),
   :mod:`.verify` (the one-pass chain verifier of the speed tables).
-- evaluation: :mod:`.experiments`, :mod:`.compare`, :mod:`.measure`, :mod:`.latency`,
-  :mod:`.scheduler_tests`, :mod:`.pairtest`, :mod:`.calibration`, :mod:`.sts`,
-  :mod:`.agreement`, :mod:`.lossless`, :mod:`.lossless_checks`.
+- evaluation: :mod:`.evaluation` (the fixed-gamma table), :mod:`.experiments`,
+  :mod:`.compare`, :mod:`.measure`, :mod:`.latency`, :mod:`.scheduler_tests`,
+  :mod:`.pairtest`, :mod:`.calibration`, :mod:`.sts`, :mod:`.agreement`, :mod:`.lossless`,
+  :mod:`.lossless_checks`.
 - report: :mod:`.report` (the tables of BENCHMARKS.md and ``benchmarks/e2e.json``).
 - the run: :mod:`.plans` (one ``Plan`` per size), :mod:`.run` (``nox -s e2e``), :mod:`.toy`
   (tiny models for tests).

@@ -92,3 +92,22 @@ def agreement_table(
             "eagle": {"argmax_agreement": e_agree, "overlap": e_overlap},
         }
     return table
+
+
+def agreement_by_domain(
+    models: Any, streams: dict[str, Any], windows: int, width: int, prefix: int, seed: int
+) -> dict[str, dict[str, Any]]:
+    """:func:`agreement_table` on ``windows`` held-out windows of each domain's stream: on real
+    text and on the target's greedy text (what temperature-0 decoding feeds the drafters)."""
+    from .data import WindowSampler
+
+    return {
+        domain: agreement_table(
+            models.target,
+            models.dspark,
+            models.eagle,
+            WindowSampler({domain: stream}, {domain: 1.0}, seed).batch(windows, width),
+            prefix,
+        )
+        for domain, stream in streams.items()
+    }

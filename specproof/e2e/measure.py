@@ -278,3 +278,38 @@ def summary(results: Sequence[DecodeResult], gamma: int) -> dict[str, Any]:
         "request_rounds": len(scheduled),
         "generated_tokens": sum(r.generated for r in results),
     }
+
+
+def profile_batches(
+    target: Target,
+    drafter: Drafter,
+    calibration: dict[str, list[list[int]]],
+    batches: Sequence[int],
+    new_tokens: int,
+    sweeps: int,
+    seconds: float,
+    verify: VerifyStep,
+    seed: int,
+) -> dict[int, SpsProfile]:
+    """SPS(B) profiled at each number of requests in ``batches``, on full chunks of the
+    calibration prompts; the time limit grows with the batch (``seconds * (1 + batch / 8)``)."""
+    profiles: dict[int, SpsProfile] = {}
+    for batch in sorted(set(batches)):
+        chunks = [c for prompts in calibration.values() for c in batched(prompts, batch)]
+        profile = profile_sps(
+            target,
+            drafter,
+            [c for c in chunks if len(c) == batch],
+            new_tokens,
+            seed,
+            sweeps=sweeps,
+            max_seconds=seconds * (1 + batch / 8),
+            verify=verify,
+        )
+        profiles[batch] = profile
+        print(
+            f"SPS profile at {batch} request(s): {profile.sweeps} sweeps in "
+            f"{profile.seconds:.0f}s; fitted {profile.step_fit[0]:.0f} steps/s at "
+            f"B={profile.batch_sizes[0]}, {profile.step_fit[-1]:.0f} at B={profile.batch_sizes[-1]}"
+        )
+    return profiles

@@ -22,32 +22,17 @@ from typing import Any
 
 import torch
 
-from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThreshold
-
-from .agreement import agreement_table
-from .calibration import calibration_entry
-from .compare import Decoder, interleaved, speed_entry
+from .agreement import agreement_by_domain
 from .data import Corpus, WindowSampler, load_corpora, prompts_from
-from .experiments import (
-    Setting,
-    compare,
-    phase_breakdown,
-    speculative_decoder,
-    target_decoder,
-)
+from .evaluation import fixed_gamma_tables
+from .experiments import Setting
 from .latency import matched_eagle_gamma, measure_latency
 from .lossless_checks import lossless_checks
-from .measure import (
-    SpsProfile,
-    batched,
-    profile_sps,
-    summary,
-    tokens_per_second,
-)
+from .measure import batched, profile_batches
 from .models import SHIPPED_DIR, load_models
-from .plans import FAST_VERIFY, FULL, SHIPPED, SMOKE, TEMPERATURES, Plan
+from .plans import FAST_VERIFY, FULL, SHIPPED, SMOKE, Plan
 from .report import write_tables
-from .scheduler_tests import measure_schedulers
+from .scheduler_tests import compare_at_requests, measure_schedulers
 from .ship import train_models
 from .sts import fit_sts_by_temperature, held_out_check
 from .target import parameter_count
@@ -80,7 +65,7 @@ def run(
             dspark=models.dspark.config,
             eagle=models.eagle.config,
         )
-    target, dspark, eagle = models.target, models.dspark, models.eagle
+    target = models.target
     held_out = {
         k: WindowSampler({k: c.stream("evaluation")}, {k: 1.0}, seed + 1)
         for k, c in corpora.items()
@@ -94,8 +79,6 @@ def run(
     training_seconds = time.perf_counter() - started
     print(f"models ready at {training_seconds:.0f}s; measuring")
 
-    gamma = plan.dspark.gamma
-    fixed = FixedGamma()
     setting = Setting(plan.new_tokens, FAST_VERIFY)
     evaluation_count = max(
         plan.evaluation_prompts,
@@ -126,54 +109,17 @@ def run(
     )
     sts = sts_fits["1"]["temperatures"]
 
-    evaluation: dict[str, Any] = {}
-    calibration_table: dict[str, Any] = {}
-    for domain in corpora:
-        chunks = batched(prompts["evaluation"][domain][: plan.evaluation_prompts], plan.requests)
-        for temperature in TEMPERATURES:
-            key = f"{domain}/T={temperature:g}"
-            runs = interleaved(
-                {
-                    "dspark": speculative_decoder(
-                        target, dspark, setting, temperature, fixed, seed + 200
-                    ),
-                    "eagle": speculative_decoder(
-                        target, eagle, setting, temperature, fixed, seed + 200
-                    ),
-                    "target": target_decoder(target, setting, temperature, seed + 300),
-                },
-                chunks,
-                seed + 250,
-            )
-            row: dict[str, Any] = {
-                name: {
-                    **summary(runs[name], gamma),
-                    **speed_entry(runs[name], runs["target"]),
-                    "breakdown_ms": phase_breakdown(runs[name]),
-                }
-                for name in ("dspark", "eagle")
-            }
-            row["target_only_tokens_per_second"] = tokens_per_second(runs["target"])
-            calibration_table[key] = calibration_entry(runs["dspark"], temperature, sts_fits)
-            evaluation[key] = row
-            print(
-                f"{key}: DSpark tau {row['dspark']['tau']:.3f}, EAGLE tau {row['eagle']['tau']:.3f}"
-            )
-
-    # Teacher-forced agreement with the target on real text and on its own greedy text (what
-    # temperature-0 decoding feeds the drafters).
-    agreement = {
-        domain: agreement_table(
-            target,
-            dspark,
-            eagle,
-            WindowSampler({domain: c.stream("evaluation")}, {domain: 1.0}, seed + 5).batch(
-                plan.agreement_windows, plan.window
-            ),
-            plan.prompt_length,
-        )
-        for domain, c in corpora.items()
-    }
+    evaluation, calibration_table = fixed_gamma_tables(
+        models, plan, setting, prompts["evaluation"], sts_fits, seed
+    )
+    agreement = agreement_by_domain(
+        models,
+        {k: c.stream("evaluation") for k, c in corpora.items()},
+        plan.agreement_windows,
+        plan.window,
+        plan.prompt_length,
+        seed + 5,
+    )
     print(
         "greedy-text argmax agreement, first draft: "
         + ", ".join(
@@ -182,32 +128,18 @@ def run(
             for d, a in agreement.items()
         )
     )
-
-    profile_chunks = {
-        batch: [c for k in corpora for c in batched(prompts["calibration"][k], batch)]
-        for batch in sorted({1, plan.requests, *plan.scheduler_batches})
-    }
-    profiles: dict[int, SpsProfile] = {}
-    for batch, chunks in profile_chunks.items():
-        usable = [c for c in chunks if len(c) == batch]
-        profiles[batch] = profile_sps(
-            target,
-            dspark,
-            usable,
-            plan.sps_new_tokens,
-            seed,
-            sweeps=plan.sps_sweeps,
-            max_seconds=plan.sps_seconds * (1 + batch / 8),
-            verify=FAST_VERIFY,
-        )
-        profile = profiles[batch]
-        print(
-            f"SPS profile at {batch} request(s): {profile.sweeps} sweeps in "
-            f"{profile.seconds:.0f}s; fitted {profile.step_fit[0]:.0f} steps/s at "
-            f"B={profile.batch_sizes[0]}, {profile.step_fit[-1]:.0f} at B={profile.batch_sizes[-1]}"
-        )
+    profiles = profile_batches(
+        target,
+        models.dspark,
+        prompts["calibration"],
+        [1, plan.requests, *plan.scheduler_batches],
+        plan.sps_new_tokens,
+        plan.sps_sweeps,
+        plan.sps_seconds,
+        FAST_VERIFY,
+        seed,
+    )
     sps = profiles[plan.requests].curve()
-
     matched = matched_eagle_gamma(
         models, setting, batched(prompts["calibration"][next(iter(corpora))], 1)[:4], seed + 30
     )
@@ -222,33 +154,7 @@ def run(
         matched["gamma"],
         seed + 700,
     )
-
-    threshold = StaticThreshold(plan.threshold)
-    schedulers: dict[str, Any] = {}
-    for domain in corpora:
-        decoders: dict[str, Decoder] = {
-            label: speculative_decoder(target, dspark, setting, 1.0, schedule, seed + 400, sps, sts)
-            for label, schedule in (
-                ("algorithm1", Algorithm1()),
-                (f"fixed gamma={gamma}", fixed),
-                (f"static threshold a>={plan.threshold}", threshold),
-            )
-        }
-        decoders[f"EAGLE-3, fixed gamma={gamma}"] = speculative_decoder(
-            target, eagle, setting, 1.0, fixed, seed + 400
-        )
-        decoders["target only"] = target_decoder(target, setting, 1.0, seed + 500)
-        chunks = batched(prompts["evaluation"][domain][: plan.evaluation_prompts], plan.requests)
-        schedulers[domain] = compare(
-            decoders, chunks, seed, lambda decoded: summary(decoded, gamma)
-        )
-        print(
-            f"schedulers on {domain}: "
-            + ", ".join(
-                f"{k} {v['tokens_per_second']:.0f} tok/s (x{v['speed_vs_target']:.2f})"
-                for k, v in schedulers[domain].items()
-            )
-        )
+    schedulers = compare_at_requests(models, plan, setting, prompts["evaluation"], sts, sps, seed)
     scheduler_tests = measure_schedulers(
         models,
         plan,
@@ -279,8 +185,8 @@ def run(
         "corpora": {k: c.sizes() for k, c in corpora.items()},
         "parameters": {
             "target": parameter_count(target),
-            "dspark": parameter_count(dspark),
-            "eagle": parameter_count(eagle),
+            "dspark": parameter_count(models.dspark),
+            "eagle": parameter_count(models.eagle),
         },
         "training": models.training,
         "held_out_bits_per_byte": bits,

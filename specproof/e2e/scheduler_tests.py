@@ -13,6 +13,7 @@ from .decode import DecodeResult
 from .experiments import (
     Setting,
     best_fixed_gamma,
+    compare,
     phase_breakdown,
     scheduler_test,
     speculative_decoder,
@@ -114,5 +115,44 @@ def measure_schedulers(
         print(
             f"B={batch}: Algorithm 1 / best fixed median {whole['median_ratio']:.3f}, "
             f"slower on {whole['slower']}/{whole['n']} chunks, p = {whole['p_value']:.3g}"
+        )
+    return out
+
+
+def compare_at_requests(
+    models: Models,
+    plan: Plan,
+    setting: Setting,
+    evaluation: dict[str, list[list[int]]],
+    sts: Sequence[float],
+    sps: Callable[[int], float],
+    seed: int,
+) -> dict[str, Any]:
+    """Per domain at ``plan.requests`` requests, temperature 1: DSpark under Algorithm 1, the
+    full block and the static threshold, EAGLE-3 at the full block, and the target alone."""
+    gamma = plan.dspark.gamma
+    target, dspark = models.target, models.dspark
+    out: dict[str, Any] = {}
+    for domain, prompts in evaluation.items():
+        decoders: dict[str, Decoder] = {
+            label: speculative_decoder(target, dspark, setting, 1.0, schedule, seed + 400, sps, sts)
+            for label, schedule in (
+                ("algorithm1", Algorithm1()),
+                (f"fixed gamma={gamma}", FixedGamma()),
+                (f"static threshold a>={plan.threshold}", StaticThreshold(plan.threshold)),
+            )
+        }
+        decoders[f"EAGLE-3, fixed gamma={gamma}"] = speculative_decoder(
+            target, models.eagle, setting, 1.0, FixedGamma(), seed + 400
+        )
+        decoders["target only"] = target_decoder(target, setting, 1.0, seed + 500)
+        chunks = batched(prompts[: plan.evaluation_prompts], plan.requests)
+        out[domain] = compare(decoders, chunks, seed, lambda decoded: summary(decoded, gamma))
+        print(
+            f"schedulers on {domain}: "
+            + ", ".join(
+                f"{k} {v['tokens_per_second']:.0f} tok/s (x{v['speed_vs_target']:.2f})"
+                for k, v in out[domain].items()
+            )
         )
     return out
