@@ -56,8 +56,9 @@ def test_weights_round_trip(tmp_path: Path) -> None:
 
 
 def test_shipped_weights_are_the_plan_of_nox_train_target() -> None:
-    """The committed files: bf16, under 30 MB together, the configs and step counts of
-    specproof.e2e.plans.SHIPPED, and loadable into float32 models of the stated sizes."""
+    """The committed files: bf16, under 40 MB with the drafters' pool, the configs and step
+    counts of specproof.e2e.plans.SHIPPED, and loadable into float32 models of the stated
+    sizes."""
     import json
 
     from safetensors import safe_open
@@ -68,7 +69,10 @@ def test_shipped_weights_are_the_plan_of_nox_train_target() -> None:
 
     files = sorted(SHIPPED_DIR.glob("*.safetensors"))
     assert [f.stem for f in files] == ["dspark", "eagle", "target"]
-    assert sum(f.stat().st_size for f in files) < 30 * 2**20
+    pool = SHIPPED_DIR / "pool.pt"
+    assert sum(f.stat().st_size for f in [*files, pool]) < 40 * 2**20
+    windows = torch.load(pool, weights_only=True)
+    assert windows.dtype == torch.uint8 and windows.shape == (SHIP.pool_size, SHIP.window)
     for f in files:
         with safe_open(str(f), framework="pt") as handle:
             assert {handle.get_tensor(k).dtype for k in handle.keys()} == {torch.bfloat16}  # noqa: SIM118
