@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
+from .data import WindowSampler
 from .decode import autoregressive_generate
 from .drafters import DSparkDrafter, EagleDrafter
+from .models import Models
 from .target import Target, TargetOutput
 
 
@@ -95,12 +98,15 @@ def agreement_table(
 
 
 def agreement_by_domain(
-    models: Any, streams: dict[str, Any], windows: int, width: int, prefix: int, seed: int
+    models: Models,
+    streams: dict[str, np.ndarray],
+    windows: int,
+    width: int,
+    prefix: int,
+    seed: int,
 ) -> dict[str, dict[str, Any]]:
     """:func:`agreement_table` on ``windows`` held-out windows of each domain's stream: on real
     text and on the target's greedy text (what temperature-0 decoding feeds the drafters)."""
-    from .data import WindowSampler
-
     return {
         domain: agreement_table(
             models.target,

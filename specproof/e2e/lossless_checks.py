@@ -12,12 +12,8 @@ from specproof.stats import required_samples
 from .decode import Drafter, Schedule, VerifyStep, optimized_chain_verify
 from .lossless import first_tokens_law, float32_gap, losslessness_test, sample_first_tokens
 from .models import Models
-from .plans import FAST_VERIFY, Plan
+from .plans import FAST_VERIFY, LOSSLESS_BETA, LOSSLESS_TOLERANCE, RANK_CELLS, Plan
 from .schedules import PerPositionThreshold
-
-LOSSLESS_BETA = 1e-3
-LOSSLESS_TOLERANCE = 1e-4
-RANK_CELLS = 9
 
 
 def lossless_checks(

@@ -38,7 +38,6 @@ class Plan:
     requests: int
     calibration_prompts: int
     evaluation_prompts: int
-    bits_batches: int
     sps_new_tokens: int
     sps_sweeps: int
     sps_seconds: float
@@ -81,7 +80,6 @@ FULL = Plan(
     requests=4,
     calibration_prompts=24,
     evaluation_prompts=16,
-    bits_batches=8,
     sps_new_tokens=32,
     sps_sweeps=15,
     sps_seconds=30.0,
@@ -110,7 +108,6 @@ SMOKE = Plan(
     requests=2,
     calibration_prompts=4,
     evaluation_prompts=2,
-    bits_batches=1,
     sps_new_tokens=6,
     sps_sweeps=2,
     sps_seconds=5.0,
@@ -142,7 +139,6 @@ SHIPPED = replace(
     new_tokens=64,
     calibration_prompts=96,
     evaluation_prompts=16,
-    bits_batches=4,
     sps_new_tokens=24,
     sps_sweeps=5,
     sps_seconds=20.0,

@@ -23,9 +23,10 @@ from typing import Any
 import torch
 
 from .agreement import agreement_by_domain
-from .data import Corpus, WindowSampler, load_corpora, prompts_from
+from .data import Corpus, load_corpora, prompts_from
 from .evaluation import fixed_gamma_tables
 from .experiments import Setting
+from .held_out import held_out_statistics
 from .latency import matched_eagle_gamma, measure_latency
 from .lossless_checks import lossless_checks
 from .measure import batched, profile_batches
@@ -36,7 +37,6 @@ from .scheduler_tests import compare_at_requests, measure_schedulers
 from .ship import train_models
 from .sts import fit_sts_by_temperature, held_out_check
 from .target import parameter_count
-from .train import prediction_statistics
 
 
 def run(
@@ -66,16 +66,8 @@ def run(
             eagle=models.eagle.config,
         )
     target = models.target
-    held_out = {
-        k: WindowSampler({k: c.stream("evaluation")}, {k: 1.0}, seed + 1)
-        for k, c in corpora.items()
-    }
-    statistics = {
-        k: prediction_statistics(target, s, plan.bits_batches, plan.target_batch, plan.window)
-        for k, s in held_out.items()
-    }
-    bits = {k: v["bits_per_byte"] for k, v in statistics.items()}
-    print(f"held-out bits per byte: {bits}")
+    statistics = held_out_statistics(target, corpora, plan.target_batch, plan.window, seed)
+    print(f"held-out statistics: {statistics}")
     training_seconds = time.perf_counter() - started
     print(f"models ready at {training_seconds:.0f}s; measuring")
 
@@ -189,7 +181,6 @@ def run(
             "eagle": parameter_count(models.eagle),
         },
         "training": models.training,
-        "held_out_bits_per_byte": bits,
         "held_out_statistics": statistics,
         "sts_temperatures": sts,
         "sts_fits": sts_fits,

@@ -21,11 +21,8 @@ from .experiments import (
 )
 from .measure import batched, summary
 from .models import Models
-from .plans import Plan
+from .plans import SIGN_TEST_ALPHA, SIGN_TEST_SLOWER_SHARE, Plan
 from .schedules import PerPositionThreshold
-
-SIGN_TEST_ALPHA = 0.05
-SIGN_TEST_SLOWER_SHARE = 0.9
 
 
 def measure_schedulers(

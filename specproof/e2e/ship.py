@@ -39,6 +39,7 @@ import torch
 
 from .data import DOMAIN_WEIGHTS, Corpus, WindowSampler, load_corpora
 from .drafters import DSparkDrafter, EagleDrafter
+from .held_out import held_out_statistics
 from .models import SHIPPED_DIR, load_target
 from .plans import SHIPPED, Plan
 from .target import Target, parameter_count
@@ -46,7 +47,6 @@ from .train import (
     Log,
     MixedSource,
     TrainSettings,
-    bits_per_byte,
     generate_pool,
     train_dspark,
     train_eagle,
@@ -118,18 +118,12 @@ def _target_stage(
     )
     save_weights(target, plan.target.as_dict(), out, "target", torch.bfloat16)
     target = load_target(out)
-    held_out = {
-        k: WindowSampler({k: c.stream("evaluation")}, {k: 1.0}, seed + 1)
-        for k, c in corpora.items()
-    }
-    bits = {
-        k: bits_per_byte(target, s, 4, plan.target_batch, plan.window) for k, s in held_out.items()
-    }
-    log(f"held-out bits per byte: {bits}")
+    statistics = held_out_statistics(target, corpora, plan.target_batch, plan.window, seed)
+    log(f"held-out statistics: {statistics}")
     return {
         "training": {"target": asdict(report)},
         "parameters": {"target": parameter_count(target)},
-        "held_out_bits_per_byte": bits,
+        "held_out_statistics": statistics,
     }
 
 

@@ -11,11 +11,12 @@ from .calibration import ece_change_by_position, fit_sts
 from .decode import DecodeResult
 from .experiments import Setting, speculative_decoder
 from .measure import batched, confidence_records
+from .models import Models
 from .plans import TEMPERATURES
 
 
 def decode_blocks(
-    models: Any,
+    models: Models,
     setting: Setting,
     temperature: float,
     prompts: dict[str, list[list[int]]],
@@ -34,7 +35,7 @@ def decode_blocks(
 
 
 def fit_sts_by_temperature(
-    models: Any,
+    models: Models,
     setting: Setting,
     prompts: dict[str, list[list[int]]],
     requests: int,
@@ -52,7 +53,7 @@ def fit_sts_by_temperature(
 
 
 def held_out_check(
-    models: Any,
+    models: Models,
     setting: Setting,
     prompts: dict[str, list[list[int]]],
     requests: int,

@@ -42,4 +42,4 @@ def test_stages_train_the_weights_of_one_sequential_run(tmp_path: Path) -> None:
         assert all(torch.equal(a[k], b[k]) for k in a), name
     for key in ("target", "dspark", "eagle", "pool_windows"):
         assert key in report["training"] and key in merged["training"]
-    assert merged["held_out_bits_per_byte"] == report["held_out_bits_per_byte"]
+    assert merged["held_out_statistics"] == report["held_out_statistics"]
