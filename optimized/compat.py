@@ -22,12 +22,19 @@ from typing import Any
 
 import torch
 
-from .checks.arguments import as_integer, row_words
-from .checks.contract import InvalidInputError, check_float, check_int, check_same_device
+from .checks.arguments import SEED_LIMIT, as_integer, row_words
+from .checks.contract import (
+    PLACEHOLDER_DRAFT,
+    InvalidInputError,
+    check_float,
+    check_int,
+    check_same_device,
+)
 from .torch_backend.rows import workspace
 from .verify import chain_verify
 
-PLACEHOLDER_TOKEN_ID = -1
+PLACEHOLDER_TOKEN_ID = PLACEHOLDER_DRAFT
+"""vLLM's id for a draft slot with no token (the checks' ``PLACEHOLDER_DRAFT``)."""
 GREEDY_TEMPERATURE = -1.0
 """vLLM marks greedy requests with temperature -1 (older releases used 0; both are read as
 greedy here)."""
@@ -72,8 +79,6 @@ def request_streams(
     counts: list[int],
     seed: int,
     device: torch.device,
-    *,
-    draws: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-request (Philox key, request word) for a vLLM batch with seeded requests.
 
@@ -81,12 +86,12 @@ def request_streams(
     Seeded request r with drafts: key :func:`generator_key` of its generator and word 0, so its
     tokens depend only on its seed and on how many calls its generator has served, not on its
     row or on the other requests. A seeded request without drafts draws no uniform, so its
-    generator is not advanced (as in vLLM); nor are any with ``draws`` False (all greedy)."""
+    generator is not advanced (as in vLLM); an all-greedy batch draws none, so the caller skips
+    this then."""
     batch = len(counts)
-    keys, _ = row_words(seed, 0, batch, device)
-    keys = keys.clone()
+    keys, _ = row_words(seed, 0, batch, device)  # a fresh [B] tensor
     words = torch.arange(batch, dtype=torch.int64, device=device)
-    seeded = sorted(r for r in generators if counts[r] > 0) if draws else []
+    seeded = sorted(r for r in generators if counts[r] > 0)
     if seeded:
         rows = torch.tensor(seeded, dtype=torch.int64, device=device)
         keys[rows] = torch.cat([generator_key(generators[r]).to(device) for r in seeded])
@@ -250,7 +255,7 @@ def rejection_sample(
     too, unless every request drafts max_spec_len tokens), and the inputs are validated unless
     ``validate=False``.
     """
-    lengths, vocab = check_ragged_inputs(
+    lengths, counts, vocab = check_ragged_inputs(
         draft_token_ids,
         num_draft_tokens,
         max_spec_len,
@@ -302,13 +307,11 @@ def rejection_sample(
     tokens = torch.where(live, token_source[draft_rows], 0)
     temperature = _greedy_as_zero_temperature(sampling_metadata, batch, device)
     generators = request_generators(sampling_metadata, batch)
-    call_seed = _fresh_seed(None) if seed is None else as_integer("seed", seed, 1 << 64)
+    call_seed = _fresh_seed(None) if seed is None else as_integer("seed", seed, SEED_LIMIT)
     keys: int | torch.Tensor = call_seed
     words = None
-    if generators:
-        counts = [int(c) for c in num_draft_tokens]  # a host list (checked above)
-        all_greedy = bool(getattr(sampling_metadata, "all_greedy", False))
-        keys, words = request_streams(generators, counts, call_seed, device, draws=not all_greedy)
+    if generators and not getattr(sampling_metadata, "all_greedy", False):
+        keys, words = request_streams(generators, counts, call_seed, device)
     result = chain_verify(
         target,
         draft,
@@ -338,10 +341,11 @@ def check_ragged_inputs(
     bonus_token_ids: torch.Tensor,
     *,
     validate: bool,
-) -> tuple[torch.Tensor, int]:
-    """vLLM's ragged layout: ([B] int64 lengths, V). Types, shapes and the lengths list are
-    checked always (host work only); with ``validate`` also cu_num_draft_tokens against the
-    lengths and the bonus token range (one device pass over [B] values)."""
+) -> tuple[torch.Tensor, list[int], int]:
+    """vLLM's ragged layout: ([B] int64 lengths, the same lengths as a host list, V). Types,
+    shapes and the lengths list are checked always (host work only); with ``validate`` also
+    cu_num_draft_tokens against the lengths and the bonus token range (one device pass over
+    [B] values)."""
     check_float("target_probs", target_probs, 2)
     check_int("draft_token_ids", draft_token_ids, 1)
     check_int("cu_num_draft_tokens", cu_num_draft_tokens, 1)
@@ -387,7 +391,7 @@ def check_ragged_inputs(
         mismatch = (lengths.cumsum(0) != cu_num_draft_tokens.to(torch.int64)).any()
         outside = (bonus_token_ids < 0) | (bonus_token_ids >= vocab)
         if not bool(mismatch | outside.any()):  # one host synchronisation
-            return lengths, vocab
+            return lengths, counts, vocab
         if mismatch:
             raise InvalidInputError(
                 f"cu_num_draft_tokens {cu_num_draft_tokens.tolist()[:8]} is not the inclusive "
@@ -398,7 +402,7 @@ def check_ragged_inputs(
             raise InvalidInputError(
                 f"bonus_token_ids[{r}] = {int(bonus_token_ids[r, 0])} is outside 0..{vocab - 1}"
             )
-    return lengths, vocab
+    return lengths, counts, vocab
 
 
 def _greedy_as_zero_temperature(metadata: Any, batch: int, device: torch.device) -> torch.Tensor:
