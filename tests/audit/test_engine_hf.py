@@ -161,3 +161,23 @@ def test_gpu_recipe_glue_on_a_cpu_engine() -> None:
 def test_cli_refuses_generate_without_target_probs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--generate", "specproof.audit.engine.tiny:greedy"]) == 2
     assert "--target-probs" in capsys.readouterr().err
+
+
+def test_the_law_follows_the_model_generation_config() -> None:
+    """``generate`` samples with the model's own generation config under the call's kwargs;
+    the audited law must too: a model that ships do_sample and temperature 0.7 is sampled at
+    0.7 even when the call passes nothing, and a call's kwargs still win."""
+    from specproof.audit.engine.hf import hf_target_probs
+
+    target, _ = tiny.tiny_models()
+    target.generation_config.do_sample = True
+    target.generation_config.temperature = 0.7
+    sequences = torch.tensor([[1, 2, 3, 4]])
+    shipped = hf_engine(target, None, {})
+    assert not shipped.greedy
+    expected = hf_target_probs(target, {"do_sample": True, "temperature": 0.7})(sequences)
+    assert torch.equal(shipped.target_probs(sequences), expected)
+    overridden = hf_engine(target, None, {"temperature": 1.3})
+    expected = hf_target_probs(target, {"do_sample": True, "temperature": 1.3})(sequences)
+    assert torch.equal(overridden.target_probs(sequences), expected)
+    assert not torch.equal(shipped.target_probs(sequences), expected)

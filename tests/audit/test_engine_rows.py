@@ -39,8 +39,9 @@ def target_probs(sequences: torch.Tensor) -> torch.Tensor:
     return TABLE[sequences]
 
 
-def sampler(table: torch.Tensor, eos: int | None = None):  # type: ignore[no-untyped-def]
-    """An engine drawing each token from ``table`` given the last token."""
+def sampler(table: torch.Tensor, eos: int | set[int] | None = None):  # type: ignore[no-untyped-def]
+    """An engine drawing each token from ``table`` given the last token, stopping at EOS."""
+    ends = {eos} if isinstance(eos, int) else set(eos or ())
 
     def generate(prompt: Sequence[int], num_new_tokens: int, seed: int) -> list[int]:
         rng = np.random.default_rng(seed)
@@ -50,7 +51,7 @@ def sampler(table: torch.Tensor, eos: int | None = None):  # type: ignore[no-unt
             row = table[last].double().numpy()
             last = int(rng.choice(4, p=row / row.sum()))
             out.append(last)
-            if last == eos:
+            if last in ends:
                 break
         return out
 
@@ -66,7 +67,7 @@ def checks(report) -> dict[str, str]:  # type: ignore[no-untyped-def]
 
 
 def test_first_tokens_law_is_the_chain_rule_of_the_table() -> None:
-    law = first_tokens_law(target_probs, PROMPT, 2, eos=3)
+    law = first_tokens_law(target_probs, PROMPT, 2, eos=frozenset({3}))
     # After 0: 0 (0.5), 1 (0.3), 2 (0.2); EOS 3 has mass 0 there. After 0 then 2: 3 ends.
     assert law[(0, 0)] == pytest.approx(0.25)
     assert law[(1, 1)] == pytest.approx(0.3 * 0.6)
@@ -174,3 +175,15 @@ def test_coverage_warns_about_each_untaken_path_and_does_not_fail() -> None:
     assert coverage.check == "coverage" and coverage.verdict == WARN
     assert "configured length 2" in coverage.detail  # 4, capped at the 3 tokens asked - 1
     assert report.passed  # a warning informs; the law rows decide
+
+
+def test_any_of_several_eos_ids_ends_a_run() -> None:
+    """A config may list several EOS ids (Llama 3.1 Instruct lists three): a run that stops at
+    any of them is well formed, and the exact law cuts at whichever comes first."""
+    report = audit_engine(
+        engine(sampler(TABLE, eos={2, 3}), eos=[2, 3]), num_new_tokens=2, runs=20, delta=DELTA
+    )
+    assert checks(report)["layout"] == "pass", report.table()
+    law = first_tokens_law(target_probs, PROMPT, 2, eos=frozenset({2, 3}))
+    assert law[(2,)] == pytest.approx(0.2)  # 2 ends the run at once
+    assert sum(law.values()) == pytest.approx(1.0)

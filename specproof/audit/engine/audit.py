@@ -44,7 +44,7 @@ def run_prompts(engine: Engine, runs: int, vocab: int, seed: int) -> list[tuple[
     if not engine.greedy:
         return [engine.prompt] * runs
     rng = np.random.default_rng(seed)
-    tokens = [t for t in range(vocab) if t != engine.eos]
+    tokens = [t for t in range(vocab) if t not in engine.eos_ids]
     return [tuple(int(t) for t in rng.choice(tokens, len(engine.prompt))) for _ in range(runs)]
 
 
@@ -137,7 +137,7 @@ def audit_engine(
     if exact_tokens is None:
         exact_tokens = 0 if engine.greedy else exact_tokens_for(vocab, num_new_tokens)
     law = (
-        first_tokens_law(engine.target_probs, engine.prompt, exact_tokens, engine.eos)
+        first_tokens_law(engine.target_probs, engine.prompt, exact_tokens, engine.eos_ids)
         if exact_tokens
         else {}
     )
@@ -149,7 +149,7 @@ def audit_engine(
     emitted = sample_runs(engine, prompts, num_new_tokens, seed, bars)
     report = EngineReport(engine.name, "engine", notes=list(engine.notes))
     case = engine.name
-    report.results.append(layout_row(case, emitted, vocab, engine.eos, num_new_tokens))
+    report.results.append(layout_row(case, emitted, vocab, engine.eos_ids, num_new_tokens))
     if not report.results[-1].passed:
         report.seconds = time.perf_counter() - start
         return report
@@ -160,7 +160,7 @@ def audit_engine(
     else:
         if law:
             report.results.append(
-                exact_law_row(case, emitted, law, exact_tokens, engine.eos, settings)
+                exact_law_row(case, emitted, law, exact_tokens, engine.eos_ids, settings)
             )
         values = pit_values(emitted, rows, num_new_tokens, np.random.default_rng(seed))
         report.results += pit_rows(case, values, settings)

@@ -71,6 +71,18 @@ def processors_for(kwargs: Mapping[str, Any]) -> Any:
     return processors
 
 
+def effective_kwargs(target: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``generate`` samples with: the model's own generation config (sampling fields it
+    sets), overridden by the call's kwargs."""
+    config = target.generation_config
+    own = {
+        key: getattr(config, key)
+        for key in ("do_sample", "repetition_penalty", *SAMPLING_KEYS)
+        if getattr(config, key, None) is not None
+    }
+    return {**own, **kwargs}
+
+
 def hf_target_probs(target: Any, kwargs: Mapping[str, Any]) -> TargetProbs:
     """[B, L] -> [B, L, V]: softmax of the processed logits of one plain forward pass."""
     processors = processors_for(kwargs)
@@ -145,7 +157,8 @@ def hf_engine(
         for key, value in settings.items():
             setattr(assistant.generation_config, key, value)
     eos = target.generation_config.eos_token_id
-    eos = eos[0] if isinstance(eos, list) else eos
+    pad = eos[0] if isinstance(eos, list) else eos
+    law_kwargs = effective_kwargs(target, kwargs)
     rounds: Rounds = []
     if assistant is not None:
         instrument(target, rounds)
@@ -160,7 +173,7 @@ def hf_engine(
                 ids,
                 max_new_tokens=num_new_tokens,
                 attention_mask=torch.ones_like(ids),
-                pad_token_id=eos,
+                pad_token_id=pad,
                 **extra,
                 **kwargs,
             )
@@ -173,9 +186,9 @@ def hf_engine(
     return Engine(
         name=name,
         generate=generate,
-        target_probs=hf_target_probs(target, kwargs),
+        target_probs=hf_target_probs(target, law_kwargs),
         prompt=tuple(prompt),
         eos=eos,
-        greedy=not kwargs.get("do_sample", False),
+        greedy=not law_kwargs.get("do_sample", False),
         max_draft=max_draft,
     )

@@ -49,7 +49,7 @@ def next_token_rows(
 
 
 def first_tokens_law(
-    target_probs: TargetProbs, prompt: Sequence[int], tokens: int, eos: int | None
+    target_probs: TargetProbs, prompt: Sequence[int], tokens: int, eos: frozenset[int]
 ) -> dict[tuple[int, ...], float]:
     """The target's law of its first ``tokens`` emitted tokens (a tuple shorter than that ends
     with EOS), from one teacher-forced pass per prefix length."""
@@ -65,7 +65,7 @@ def first_tokens_law(
             for token in np.flatnonzero(row > 0):
                 path = (*prefix, int(token))
                 mass = open_prefixes[prefix] * float(row[token])
-                ends = int(token) == eos or depth == tokens - 1
+                ends = int(token) in eos or depth == tokens - 1
                 (law if ends else following)[path] = mass
         open_prefixes = following
     return law

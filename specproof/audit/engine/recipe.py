@@ -24,7 +24,7 @@ def batched_engine(
     sampling: Mapping[str, Any],
     prompt: Sequence[int],
     *,
-    eos: int | None = None,
+    eos: int | Sequence[int] | None = None,
     batch: int = 256,
 ) -> Engine:
     """An :class:`Engine` whose runs go through ``generate_batch`` in batches of ``batch``

@@ -62,7 +62,7 @@ def fit_row(case: str, check: str, fit: FitResult, settings: Settings) -> CaseRe
 
 
 def layout_row(
-    case: str, runs: Sequence[Emission], vocab: int, eos: int | None, num_new_tokens: int
+    case: str, runs: Sequence[Emission], vocab: int, eos: frozenset[int], num_new_tokens: int
 ) -> CaseResult:
     for index, run in enumerate(runs):
         problem = layout_problem(run.tokens, vocab, eos, num_new_tokens)
@@ -76,16 +76,17 @@ def layout_row(
 
 
 def layout_problem(
-    tokens: tuple[int, ...], vocab: int, eos: int | None, num_new_tokens: int
+    tokens: tuple[int, ...], vocab: int, eos: frozenset[int], num_new_tokens: int
 ) -> str:
     if len(tokens) > num_new_tokens:
         return f"{len(tokens)} tokens for {num_new_tokens} asked"
     outside = [t for t in tokens if not 0 <= t < vocab]
     if outside:
         return f"token id {outside[0]} outside 0..{vocab - 1}"
-    if eos is not None and eos in tokens[:-1]:
-        return f"token after EOS at position {tokens.index(eos) + 1}"
-    if len(tokens) < num_new_tokens and (not tokens or tokens[-1] != eos):
+    ended = end_of(tokens[:-1], eos)
+    if ended is not None:
+        return f"token after EOS at position {ended + 1}"
+    if len(tokens) < num_new_tokens and (not tokens or tokens[-1] not in eos):
         return f"{len(tokens)} tokens for {num_new_tokens} asked, without EOS"
     return ""
 
@@ -111,7 +112,7 @@ def exact_law_row(
     runs: Sequence[Emission],
     law: dict[tuple[int, ...], float],
     tokens: int,
-    eos: int | None,
+    eos: frozenset[int],
     settings: Settings,
 ) -> CaseResult:
     counts = Counter(first_tokens(run.tokens, tokens, eos) for run in runs)
@@ -127,9 +128,15 @@ def exact_law_row(
     return fit_row(case, f"exact(N={tokens})", fit, settings)
 
 
-def first_tokens(tokens: tuple[int, ...], count: int, eos: int | None) -> tuple[int, ...]:
+def end_of(tokens: tuple[int, ...], eos: frozenset[int]) -> int | None:
+    """The index of the first EOS id in ``tokens``, or None."""
+    return next((i for i, t in enumerate(tokens) if t in eos), None)
+
+
+def first_tokens(tokens: tuple[int, ...], count: int, eos: frozenset[int]) -> tuple[int, ...]:
     head = tokens[:count]
-    return head[: head.index(eos) + 1] if eos is not None and eos in head else head
+    ended = end_of(head, eos)
+    return head if ended is None else head[: ended + 1]
 
 
 def pit_values(

@@ -10,7 +10,7 @@ plain teacher-forced pass that does not go through the engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -46,7 +46,8 @@ class Engine:
     generate: Generate
     target_probs: TargetProbs
     prompt: tuple[int, ...]
-    eos: int | None = None
+    eos: int | Collection[int] | None = None
+    """The EOS id, or all of them (a model config may list several)."""
     greedy: bool = False
     """True for an engine that must emit the target's argmax at every position."""
     max_draft: int | None = None
@@ -55,6 +56,15 @@ class Engine:
     generate_many: GenerateMany | None = None
     """When set, runs are made in batches of ``batch`` through it instead of ``generate``."""
     batch: int = 512
+
+    @property
+    def eos_ids(self) -> frozenset[int]:
+        """Every id that ends a run (none when ``eos`` is None)."""
+        if self.eos is None:
+            return frozenset()
+        if isinstance(self.eos, int):
+            return frozenset((self.eos,))
+        return frozenset(int(t) for t in self.eos)
 
 
 def as_emission(out: Sequence[int] | Emission) -> Emission:
