@@ -136,6 +136,9 @@ def test_cli_fails_a_mutant_with_exit_status_1_and_writes_json(
     report = json.loads(out.read_text())
     assert not report["passed"]
     assert "support" in capsys.readouterr().out
+    # A token the target's processed law gives mass 0: the exact support row (alpha 0) fails.
+    verdicts = {row["check"]: row["verdict"] for row in report["results"]}
+    assert verdicts["layout"] == "pass" and verdicts["support"] == "FAIL"
 
 
 def test_gpu_recipe_glue_on_a_cpu_engine() -> None:

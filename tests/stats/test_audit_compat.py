@@ -7,9 +7,7 @@ power >= 1 - beta = 1 - 1e-4 against a TV discrepancy >= delta = 0.1 in the law 
 completed tokens, or the emitted length), with the audit's float32 tolerance of 1e-4. The
 large-vocabulary case uses V = 2048 (the command's default, 50,257, takes minutes on a CPU).
 A correct verifier fails this test with probability <= (rows) x 1e-6. That the battery has
-power against biased verifiers is tested in ``test_audit.py``. The vLLM-signature function does
-not yet draw from the per-request generators vLLM's metadata carries, so its audit here leaves
-out the repeated-call rows (whose ``repeat`` row holds seeded requests to their generator).
+power against biased verifiers is tested in ``test_audit.py``.
 """
 
 from __future__ import annotations

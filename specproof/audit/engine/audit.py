@@ -14,7 +14,6 @@ from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE
 from .coverage import WARN, coverage_row
 from .laws import first_tokens_law, next_token_rows
 from .rows import (
-    NEAR_TIE,
     Settings,
     exact_law_row,
     greedy_row,
@@ -77,11 +76,10 @@ def sample_runs(
 
 
 def teacher_forced_rows(
-    engine: Engine, prompts: list[tuple[int, ...]], emitted: list[Emission]
+    engine: Engine, prompts: list[tuple[int, ...]], emitted: list[Emission], vocab: int
 ) -> np.ndarray:
     """[runs, K + 1, V]: the target's law of each run's tokens; one batch per distinct prompt."""
     width = max((len(r.tokens) for r in emitted), default=0)
-    vocab = next_token_rows(engine.target_probs, prompts[0], [()]).shape[-1] if prompts else 0
     out = np.zeros((len(emitted), width + 1, vocab))
     for prompt in dict.fromkeys(prompts):
         index = [i for i, p in enumerate(prompts) if p == prompt]
@@ -99,10 +97,10 @@ class EngineReport(AuditReport):
         return bool(checked) and all(r.passed for r in checked)
 
 
-def exact_tokens_for(vocab: int, num_new_tokens: int, max_cells: int = MAX_EXACT_CELLS) -> int:
-    """The largest N <= num_new_tokens with V^N <= max_cells (0: no exact row)."""
+def exact_tokens_for(vocab: int, num_new_tokens: int) -> int:
+    """The largest N <= num_new_tokens with V^N <= MAX_EXACT_CELLS (0: no exact row)."""
     tokens = 0
-    while tokens < num_new_tokens and vocab ** (tokens + 1) <= max_cells:
+    while tokens < num_new_tokens and vocab ** (tokens + 1) <= MAX_EXACT_CELLS:
         tokens += 1
     return tokens
 
@@ -119,14 +117,12 @@ def audit_engine(
     *,
     num_new_tokens: int = 4,
     runs: int | None = None,
-    exact_tokens: int | None = None,
     alpha: float = DEFAULT_ALPHA,
     beta: float = DEFAULT_BETA,
     delta: float = DEFAULT_DELTA,
     tolerance: float = DEFAULT_TOLERANCE,
     bins: int = DEFAULT_BINS,
     seed: int = 0,
-    near_tie: float = NEAR_TIE,
     bars: Bars | None = None,
 ) -> EngineReport:
     """Run ``engine`` ``runs`` times (default: the n that gives every statistical row power
@@ -134,8 +130,7 @@ def audit_engine(
     start = time.perf_counter()
     settings = Settings(alpha, beta, delta, tolerance, bins)
     vocab = next_token_rows(engine.target_probs, engine.prompt, [()]).shape[-1]
-    if exact_tokens is None:
-        exact_tokens = 0 if engine.greedy else exact_tokens_for(vocab, num_new_tokens)
+    exact_tokens = 0 if engine.greedy else exact_tokens_for(vocab, num_new_tokens)
     law = (
         first_tokens_law(engine.target_probs, engine.prompt, exact_tokens, engine.eos_ids)
         if exact_tokens
@@ -153,16 +148,17 @@ def audit_engine(
     if not report.results[-1].passed:
         report.seconds = time.perf_counter() - start
         return report
-    rows = teacher_forced_rows(engine, prompts, emitted)
+    rows = teacher_forced_rows(engine, prompts, emitted, vocab)
     report.results.append(support_row(case, emitted, rows))
     if engine.greedy:
-        report.results.append(greedy_row(case, emitted, rows, near_tie))
+        report.results.append(greedy_row(case, emitted, rows))
     else:
         if law:
             report.results.append(
                 exact_law_row(case, emitted, law, exact_tokens, engine.eos_ids, settings)
             )
-        values = pit_values(emitted, rows, num_new_tokens, np.random.default_rng(seed))
+        # A stream of its own: an engine seeded like run 0 must not supply the PIT's draws.
+        values = pit_values(emitted, rows, num_new_tokens, np.random.default_rng([seed, 1]))
         report.results += pit_rows(case, values, settings)
     longest = None if engine.max_draft is None else min(engine.max_draft, num_new_tokens - 1)
     report.results.append(coverage_row(case, emitted, longest))

@@ -16,12 +16,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from specproof.stats import FitResult, goodness_of_fit, worst_case_power
+from specproof.stats import FitResult, goodness_of_fit
 
 from ..report import CaseResult, exact_row
 from .subject import Emission
@@ -39,9 +40,25 @@ class Settings:
     bins: int
 
 
+def tested_row(
+    case: str, check: str, counts: Mapping[Any, int], law: Mapping[Any, float], settings: Settings
+) -> CaseResult:
+    """The goodness-of-fit test of ``counts`` against ``law`` at the audit's settings, as a row."""
+    fit = goodness_of_fit(
+        counts,
+        law,
+        alpha=settings.alpha,
+        beta=settings.beta,
+        delta=settings.delta,
+        tolerance=settings.tolerance,
+        name=f"{case}/{check}",
+    )
+    return fit_row(case, check, fit, settings)
+
+
 def fit_row(case: str, check: str, fit: FitResult, settings: Settings) -> CaseResult:
     """A statistical row; beta is the miss rate this n actually achieves against delta."""
-    power = worst_case_power(fit.n, settings.delta, settings.alpha, fit.cells, settings.tolerance)
+    power = fit.power
     relation = ">=" if fit.rejected else "<"
     return CaseResult(
         case=case,
@@ -116,16 +133,7 @@ def exact_law_row(
     settings: Settings,
 ) -> CaseResult:
     counts = Counter(first_tokens(run.tokens, tokens, eos) for run in runs)
-    fit = goodness_of_fit(
-        counts,
-        law,
-        alpha=settings.alpha,
-        beta=settings.beta,
-        delta=settings.delta,
-        tolerance=settings.tolerance,
-        name=f"{case}/exact",
-    )
-    return fit_row(case, f"exact(N={tokens})", fit, settings)
+    return tested_row(case, f"exact(N={tokens})", counts, law, settings)
 
 
 def end_of(tokens: tuple[int, ...], eos: frozenset[int]) -> int | None:
@@ -161,16 +169,7 @@ def pit_rows(case: str, values: np.ndarray, settings: Settings) -> list[CaseResu
 
     def fit(cells: np.ndarray, name: str) -> CaseResult:
         counts = Counter(int(b) for b in cells.reshape(-1))
-        result = goodness_of_fit(
-            counts,
-            uniform,
-            alpha=settings.alpha,
-            beta=settings.beta,
-            delta=settings.delta,
-            tolerance=settings.tolerance,
-            name=f"{case}/{name}",
-        )
-        return fit_row(case, name, result, settings)
+        return tested_row(case, name, counts, uniform, settings)
 
     rows = [fit(binned[:, k], f"pit@{k + 1}") for k in range(binned.shape[1])]
     return [*rows, fit(binned, "pit(pooled)")]
