@@ -27,7 +27,7 @@ from specproof.stats import goodness_of_fit, required_samples
 
 from .calls import rows_needed
 from .harness import DraftFn
-from .report import CaseResult
+from .report import CaseResult, exact_row
 
 TEMPERATURES = (0.6, 0.7, 1.0)
 VOCAB = 256
@@ -107,9 +107,7 @@ def fidelity_rows(
             check = f"row {index}"
             if spread > 1e-6:
                 detail = f"{case}/{check}: reported q differs by {spread:.3g} on identical logits"
-                results.append(
-                    CaseResult(case, check, n, None, None, 0.0, None, None, "FAIL", detail)
-                )
+                results.append(exact_row(case, check, n, "FAIL", detail))
                 continue
             classes = np.where(big, np.arange(VOCAB), -1)
             law: dict[int, float] = {}

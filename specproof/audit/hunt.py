@@ -28,7 +28,7 @@ from .harness import (
     _seed_torch,
     vllm_metadata,
 )
-from .report import AuditReport, CaseResult
+from .report import AuditReport, CaseResult, exact_row
 from .requests import MASKED_LOGIT
 
 DEFAULT_BATCH = 1 << 18
@@ -167,12 +167,10 @@ def hunt_case(
         try:
             out = torch.as_tensor(call(batch, generator)).to(torch.int64)
         except VerifierError as error:
-            return CaseResult(
-                case.name, "hunt", done, None, None, 0.0, None, None, "FAIL", str(error)
-            )
+            return exact_row(case.name, "hunt", done, "FAIL", str(error))
         except Exception as error:
             detail = f"{case.name}/hunt: {type(error).__name__}: {error}"
-            return CaseResult(case.name, "hunt", done, None, None, 0.0, None, None, "FAIL", detail)
+            return exact_row(case.name, "hunt", done, "FAIL", detail)
         padded = torch.full((out.shape[0], gamma + 1), PLACEHOLDER, dtype=torch.int64)
         padded[:, : min(out.shape[1], gamma + 1)] = out[:, : gamma + 1]
         bad = torch.nonzero((padded != expected).any(1))
@@ -207,17 +205,12 @@ def hunt_case(
             progress(done, rounds if stop_at is None else _projected(done, budget, stop_at))
         if time.monotonic() > deadline and done < rounds:
             detail = f"{case.name}/hunt: timed out after {timeout:g} s at {done} of {rounds} rounds"
-            return CaseResult(
-                case.name, "timeout", done, None, None, 0.0, None, None, "FAIL", detail
-            )
+            return exact_row(case.name, "timeout", done, "FAIL", detail)
     detail = (
         f"no impossible event in {done} rounds: rate < {excluded_rate(done):.3g} "
         f"(= -ln(0.05)/N) at 95 %"
     )
-    summary = detail
-    return CaseResult(
-        case.name, "hunt", done, None, None, 0.0, None, None, "pass", detail, summary=summary
-    )
+    return exact_row(case.name, "hunt", done, "pass", detail)
 
 
 def hunt_verifier(

@@ -41,7 +41,7 @@ from .harness import (
     verifier_round,
 )
 from .laws import Law, exact_round_law, length_law, lengths_of, position_law, tokens_law
-from .report import AuditReport, CaseResult
+from .report import AuditReport, CaseResult, exact_row
 from .requests import GREEDY_TEMPERATURE
 
 DEFAULT_ALPHA = 1e-6
@@ -177,32 +177,16 @@ def audit_problem(
         ]
     except CaseTimeout as error:
         detail = f"{problem.name}: timed out after {timeout:g} s ({error})"
-        return [CaseResult(problem.name, "timeout", n, None, None, 0.0, None, None, "FAIL", detail)]
+        return [exact_row(problem.name, "timeout", n, "FAIL", detail)]
     except Exception as error:  # a crash is a failed case, reported with its message
         detail = f"{problem.name}: {type(error).__name__}: {error}"
-        return [CaseResult(problem.name, "runs", n, None, None, 0.0, None, None, "FAIL", detail)]
-    rows = [
-        CaseResult(
-            problem.name, "layout", n, None, None, 0.0, None, None, "pass", "every row well formed"
-        )
-    ]
+        return [exact_row(problem.name, "runs", n, "FAIL", detail)]
+    rows = [exact_row(problem.name, "layout", n, "pass", "every row well formed")]
     counts = round_counts(problem, sampled)
     if not lossless_only:
         impossible = _impossible(problem, sampled, counts, exact_law)
         rows.append(
-            impossible
-            or CaseResult(
-                problem.name,
-                "support",
-                n,
-                None,
-                None,
-                0.0,
-                None,
-                None,
-                "pass",
-                "no impossible outcome",
-            )
+            impossible or exact_row(problem.name, "support", n, "pass", "no impossible outcome")
         )
     tokens_samples = observed_classes(problem, sampled.outputs)
     checks: list[
@@ -345,11 +329,7 @@ def audit_scheduler(
                 tv = distance_from_target(case.decoder(fn, rule), case.prompts, case.num_tokens)
             except Exception as error:
                 detail = f"{case.name}/{rule.name}: {type(error).__name__}: {error}"
-                report.results.append(
-                    CaseResult(
-                        case.name, rule.name, None, None, None, 0.0, None, None, "FAIL", detail
-                    )
-                )
+                report.results.append(exact_row(case.name, rule.name, None, "FAIL", detail))
                 continue
             detail = f"{case.name}/{rule.name}: exact TV from the target law = {tv} (lossy)"
             report.results.append(
