@@ -7,10 +7,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from specproof.stats import required_samples
-
 from ..report import AuditReport
-from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE
+from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, rounds_needed
 from .coverage import WARN, coverage_row
 from .laws import first_tokens_law, next_token_rows
 from .rows import (
@@ -105,13 +103,6 @@ def exact_tokens_for(vocab: int, num_new_tokens: int) -> int:
     return tokens
 
 
-def runs_needed(settings: Settings, cells: int) -> int:
-    extra = 1 if settings.tolerance > 0 else 0
-    return required_samples(
-        settings.delta, settings.alpha, settings.beta, cells + extra, settings.tolerance
-    )
-
-
 def audit_engine(
     engine: Engine,
     *,
@@ -139,7 +130,8 @@ def audit_engine(
     if runs is None:
         runs = GREEDY_RUNS
         if not engine.greedy:
-            runs = max(runs_needed(settings, bins), runs_needed(settings, len(law) or 1))
+            uniform = dict.fromkeys(range(bins), 1 / bins)  # the PIT rows' law
+            runs = rounds_needed([uniform, law or {(): 1.0}], alpha, beta, delta, tolerance)
     prompts = run_prompts(engine, runs, vocab, seed)
     emitted = sample_runs(engine, prompts, num_new_tokens, seed, bars)
     report = EngineReport(engine.name, "engine", notes=list(engine.notes))
