@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -213,8 +213,11 @@ def train_models(
     return report
 
 
-def _drafters_in_parallel(names: Sequence[str], out: Path, seed: int) -> None:
+def _drafters_in_parallel(
+    names: Sequence[str], out: Path, seed: int, drafter_steps: int | None
+) -> None:
     """Each drafter in its own child process with one thread; fails if either fails."""
+    steps = [] if drafter_steps is None else ["--drafter-steps", str(drafter_steps)]
     children = [
         subprocess.Popen(
             [
@@ -230,6 +233,7 @@ def _drafters_in_parallel(names: Sequence[str], out: Path, seed: int) -> None:
                 str(seed),
                 "--stages",
                 name,
+                *steps,
             ]
         )
         for name in names
@@ -259,17 +263,30 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         action="store_true",
         help="train the drafters one after the other in this process (default: two processes)",
     )
+    parser.add_argument(
+        "--drafter-steps",
+        type=int,
+        default=None,
+        help=f"training steps of each drafter (default {SHIPPED.drafter_steps}, the shipped ones)",
+    )
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error("--threads must be at least 1")
+    if args.drafter_steps is not None and args.drafter_steps < 1:
+        parser.error("--drafter-steps must be at least 1")
+    plan = (
+        SHIPPED
+        if args.drafter_steps is None
+        else replace(SHIPPED, drafter_steps=args.drafter_steps)
+    )
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
     drafters = [s for s in DRAFTERS if s in args.stages]
     parallel = not args.sequential and len(drafters) > 1
     in_process = [s for s in args.stages if not (parallel and s in drafters)]
-    report = train_models(SHIPPED, args.out, args.seed, in_process) if in_process else {}
+    report = train_models(plan, args.out, args.seed, in_process) if in_process else {}
     if parallel:
-        _drafters_in_parallel(drafters, args.out, args.seed)
+        _drafters_in_parallel(drafters, args.out, args.seed, args.drafter_steps)
     seconds = round(time.perf_counter() - started)
     report = merge_report(args.out, {"command_seconds": {" ".join(args.stages): seconds}})
     print(f"stages {list(args.stages)} done in {seconds}s; weights in {args.out}")

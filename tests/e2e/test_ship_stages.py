@@ -3,13 +3,16 @@ same weights as one sequential run: each stage seeds its own initialisation."""
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 import torch
 
+from specproof.e2e.models import SHIPPED_DIR
 from specproof.e2e.plans import SMOKE
-from specproof.e2e.ship import train_models
+from specproof.e2e.ship import POOL_FILE, main, train_models
 from specproof.e2e.weights import load_weights
 
 TINY = replace(
@@ -43,3 +46,16 @@ def test_stages_train_the_weights_of_one_sequential_run(tmp_path: Path) -> None:
     for key in ("target", "dspark", "eagle", "pool_windows"):
         assert key in report["training"] and key in merged["training"]
     assert merged["held_out_statistics"] == report["held_out_statistics"]
+
+
+def test_drafter_steps_reach_the_drafter_stage(tmp_path: Path) -> None:
+    for name in ("target.safetensors", POOL_FILE):
+        shutil.copy(SHIPPED_DIR / name, tmp_path / name)
+    args = ["--out", str(tmp_path), "--threads", "1", "--stages", "eagle", "--drafter-steps", "1"]
+    report = main(args)
+    assert report["training"]["eagle"]["steps"] == 1
+
+
+def test_drafter_steps_below_one_are_refused() -> None:
+    with pytest.raises(SystemExit):
+        main(["--drafter-steps", "0", "--stages", "eagle"])
