@@ -14,7 +14,8 @@ Modules by job:
 - evaluation: :mod:`.evaluation` (the fixed-gamma table), :mod:`.experiments`,
   :mod:`.compare`, :mod:`.measure`, :mod:`.latency`, :mod:`.scheduler_tests`,
   :mod:`.pairtest`, :mod:`.calibration`, :mod:`.sts`, :mod:`.agreement`, :mod:`.lossless`,
-  :mod:`.lossless_checks`.
+  :mod:`.lossless_checks`, :mod:`.tau` (both drafters' tau for one set of weights,
+  without the speed tables).
 - report: :mod:`.report` (the tables of BENCHMARKS.md and ``benchmarks/e2e.json``).
 - the run: :mod:`.plans` (one ``Plan`` per size), :mod:`.run` (``nox -s e2e``), :mod:`.toy`
   (tiny models for tests).
