@@ -52,6 +52,14 @@ def load_models(directory: Path, source: str = "shipped") -> Models:
             f"no shipped weights in {directory}: run `nox -s train-target`, or pass --from-scratch"
         )
     report = json.loads((directory / "training.json").read_text())
+    stages = {"target": "target", "pool": "pool_windows", "dspark": "dspark", "eagle": "eagle"}
+    missing = [stage for stage, key in stages.items() if key not in report.get("training", {})]
+    if missing:
+        raise ValueError(
+            f"{directory / 'training.json'} records no {' / '.join(missing)} stage: run "
+            f"`python -m specproof.e2e.ship --out {directory} --stages {' '.join(missing)}` "
+            "(or copy the whole weights folder before retraining some stages)"
+        )
     target = load_target(directory)
     training = {
         **report["training"],
