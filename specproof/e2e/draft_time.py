@@ -1,0 +1,81 @@
+"""Drafting time per round of several DSpark drafters on one target, measured side by side:
+what a deeper drafter of the sweep costs at batch 1.
+
+    python -m specproof.e2e.draft_time DIR [DIR ...] [--prompts N] [--repeats N]
+
+Each DIR holds a ``dspark.safetensors`` trained on the shipped target (what
+``python -m specproof.e2e.sweep`` writes). Every prompt (held-out code, batch 1, temperature
+1, the full block) is decoded by each drafter in turn, ``--repeats`` times; the figure is the
+median over decodes of the mean "draft" phase per round, in milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from specproof.reference.schedulers import FixedGamma
+
+from .data import load_corpora, prompts_from
+from .decode import speculative_generate
+from .drafters import DSparkDrafter
+from .experiments import phase_breakdown
+from .models import SHIPPED_DIR, load_dspark, load_target
+from .plans import FAST_VERIFY, SHIPPED
+from .target import Target
+
+
+def median_draft_ms(
+    target: Target,
+    drafters: dict[str, DSparkDrafter],
+    prompts: Sequence[list[int]],
+    repeats: int,
+    new_tokens: int = SHIPPED.new_tokens,
+) -> dict[str, float]:
+    """Median over decodes of each drafter's mean drafting milliseconds per round."""
+    times: dict[str, list[float]] = {name: [] for name in drafters}
+    for _ in range(repeats):
+        for index, prompt in enumerate(prompts):
+            for name, drafter in drafters.items():
+                result = speculative_generate(
+                    target,
+                    drafter,
+                    [prompt],
+                    new_tokens,
+                    temperature=1.0,
+                    schedule=FixedGamma(),
+                    seed=index,
+                    verify=FAST_VERIFY,
+                )
+                times[name].append(phase_breakdown([result])["draft"])
+    return {name: float(np.median(values)) for name, values in times.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("folders", type=Path, nargs="+")
+    parser.add_argument("--prompts", type=int, default=12)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    if args.prompts < 1 or args.repeats < 1:
+        parser.error("--prompts and --repeats must be at least 1")
+    torch.set_num_threads(1)
+    target = load_target(SHIPPED_DIR)
+    drafters = {str(folder): load_dspark(folder, target) for folder in args.folders}
+    prompts = prompts_from(
+        load_corpora()["code"].stream("evaluation"), args.prompts, SHIPPED.prompt_length, 1
+    )
+    result = median_draft_ms(target, drafters, prompts, args.repeats)
+    print(json.dumps(result, indent=1))
+    return result
+
+
+if __name__ == "__main__":
+    main()
