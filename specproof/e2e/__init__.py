@@ -8,8 +8,8 @@ Modules by job:
   (loading a trained set).
 - training: :mod:`.train` (the training loops, fixed steps or a time budget), :mod:`.ship`
   (the one staged path for the shipped models, ``nox -s train-target``, and for
-  ``run --from-scratch``), :mod:`.sweep` (depth and Markov rank at a fixed budget), :mod:`.draft_time` (what a
-  deeper drafter costs per round).
+  ``run --from-scratch``), :mod:`.sweep` (depth and Markov rank at a fixed budget),
+  :mod:`.draft_time` (what a deeper drafter costs per round).
 - decoding: :mod:`.decode` (the round loop with KV caches and a phase breakdown),
   :mod:`.verify` (the one-pass chain verifier of the speed tables).
 - evaluation: :mod:`.evaluation` (the fixed-gamma table), :mod:`.experiments`,
