@@ -44,9 +44,13 @@ class Models:
     source: str
 
 
-def load_models(directory: Path, source: str = "shipped") -> Models:
+def load_models(directory: Path, source: str | None = None) -> Models:
     """The weights :func:`specproof.e2e.ship.train_models` wrote (bf16 on disk, float32 in
-    memory): the shipped ones by default, or a from-scratch run's (``source`` labels them)."""
+    memory). ``source`` labels them; by default "shipped" for the shipped folder, else the
+    folder's path."""
+    if source is None:
+        shipped = directory.resolve() == SHIPPED_DIR.resolve()
+        source = "shipped" if shipped else str(directory)
     if not (directory / "training.json").exists():
         raise FileNotFoundError(
             f"no shipped weights in {directory}: run `nox -s train-target`, or pass --from-scratch"

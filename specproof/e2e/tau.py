@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.prompts < 8:
         parser.error("--prompts must be at least 8 (two chunks of 4)")
     torch.set_num_threads(args.threads)
-    result = tau_table(load_models(args.weights, str(args.weights)), args.prompts)
+    result = tau_table(load_models(args.weights), args.prompts)
     text = json.dumps(result, indent=1) + "\n"
     if args.out is not None:
         args.out.write_text(text)

@@ -25,3 +25,9 @@ def test_the_shipped_report_loads() -> None:
     models = load_models(SHIPPED_DIR)
     assert models.training["pool"]["windows"] > 0
     assert {"target", "dspark", "eagle"} <= set(models.training)
+
+
+def test_weights_from_another_folder_are_not_labelled_shipped(tmp_path: Path) -> None:
+    shutil.copytree(SHIPPED_DIR, tmp_path, dirs_exist_ok=True)
+    assert load_models(tmp_path).source == str(tmp_path)
+    assert load_models(SHIPPED_DIR).source == "shipped"
