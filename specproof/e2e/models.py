@@ -53,7 +53,9 @@ def load_models(directory: Path, source: str | None = None) -> Models:
         source = "shipped" if shipped else str(directory)
     if not (directory / "training.json").exists():
         raise FileNotFoundError(
-            f"no shipped weights in {directory}: run `nox -s train-target`, or pass --from-scratch"
+            f"no training.json in {directory}: train weights there with "
+            f"`python -m specproof.e2e.ship --out {directory}` (`nox -s train-target` for the "
+            "shipped folder), or pass --from-scratch"
         )
     report = json.loads((directory / "training.json").read_text())
     stages = {"target": "target", "pool": "pool_windows", "dspark": "dspark", "eagle": "eagle"}

@@ -4,6 +4,7 @@ same weights as one sequential run: each stage seeds its own initialisation."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -56,6 +57,27 @@ def test_drafter_steps_reach_the_drafter_stage(tmp_path: Path) -> None:
     assert report["training"]["eagle"]["steps"] == 1
 
 
-def test_drafter_steps_below_one_are_refused() -> None:
+def test_drafter_steps_reach_both_child_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    launched: list[list[str]] = []
+
+    class Finished:
+        def __init__(self, args: list[str]) -> None:
+            launched.append(args)
+
+        def wait(self) -> int:
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", Finished)
+    main(["--out", str(tmp_path), "--stages", "dspark", "eagle", "--drafter-steps", "7"])
+    assert len(launched) == 2
+    for args in launched:
+        assert args[args.index("--drafter-steps") + 1] == "7"
+        assert args[args.index("--out") + 1] == str(tmp_path)
+
+
+def test_drafter_steps_below_one_are_refused(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
-        main(["--drafter-steps", "0", "--stages", "eagle"])
+        main(["--drafter-steps", "0", "--stages", "eagle", "--out", str(tmp_path)])
+    assert not any(tmp_path.iterdir())

@@ -17,6 +17,12 @@ def test_paired_difference_is_the_ratio_of_totals_with_an_interval_over_chunks()
     result = paired_difference(first, second, resamples=500, seed=0)
     assert result["difference"] == 2.0
     assert 1.0 <= result["low"] <= 2.0 <= result["high"] <= 3.0
+    # The drafters move together across chunks (first = second + 1 per round): a paired
+    # resample keeps the difference at 1 exactly, an unpaired one would spread it.
+    moving = np.array([[8.0, 2.0], [4.0, 2.0]])
+    shifted = moving + np.array([2.0, 0.0])
+    paired = paired_difference(shifted, moving, resamples=500, seed=0)
+    assert paired == {"difference": 1.0, "low": 1.0, "high": 1.0}
     same = paired_difference(first, first, resamples=50, seed=0)
     assert same == {"difference": 0.0, "low": 0.0, "high": 0.0}
 
