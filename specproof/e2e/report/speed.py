@@ -28,24 +28,29 @@ def setup_lines(results: dict[str, Any]) -> list[str]:
     training = results["training"]
     machine = results["machine"]
     gamma = plan["dspark"]["gamma"]
-    shipped = results.get("weights") == "shipped"
+    weights = results.get("weights")
     target_tokens = training["target"]["tokens"]
-    if shipped:
-        origin = (
-            f"trained once by `nox -s train-target` ({training['target']['steps']} steps, "
-            f"{target_tokens:,} tokens, fixed seeds and data) and loaded from the shipped bf16 "
-            "safetensors (float32 in memory)"
-        )
-        drafters = (
-            f"trained {training['dspark']['steps']} steps each on the same windows in the same "
-            "order"
-        )
-    else:
+    if weights == "scratch":
         origin = f"trained here {training['target']['seconds']:.0f} s ({target_tokens:,} tokens)"
         drafters = (
             f"trained {training['dspark']['seconds']:.0f} s and "
             f"{training['eagle']['seconds']:.0f} s"
         )
+    else:
+        shipped = weights == "shipped"
+        command = "`nox -s train-target`" if shipped else "`python -m specproof.e2e.ship`"
+        place = "the shipped bf16 safetensors" if shipped else f"the bf16 safetensors in {weights}"
+        origin = (
+            f"trained once by {command} ({training['target']['steps']} steps, "
+            f"{target_tokens:,} tokens, fixed seeds and data) and loaded from {place} "
+            "(float32 in memory)"
+        )
+        steps = {training[name]["steps"] for name in ("dspark", "eagle")}
+        drafters = (
+            f"trained {training['dspark']['steps']} steps each"
+            if len(steps) == 1
+            else f"trained {training['dspark']['steps']} and {training['eagle']['steps']} steps"
+        ) + " on the same windows in the same order"
     return [
         f"- Target: {params['target']:,} parameters, {plan['target']['n_layers']} layers, "
         f"d={plan['target']['d_model']}, bytes as tokens; {origin}, on the standard library "
