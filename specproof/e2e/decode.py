@@ -123,11 +123,17 @@ class DecodeResult:
         return self.generated / self.seconds if self.seconds > 0 else float("nan")
 
     @property
+    def accepted_totals(self) -> tuple[int, int]:
+        """(tokens the rounds emitted, accepted drafts + 1 per request-round; request-rounds):
+        tau is their ratio."""
+        emitted = sum(a + 1 for r in self.rounds for a in r.accepted)
+        return emitted, sum(len(r.accepted) for r in self.rounds)
+
+    @property
     def mean_accepted_length(self) -> float:
         """tau: tokens emitted per request-round (accepted drafts + 1)."""
-        total = sum(a + 1 for r in self.rounds for a in r.accepted)
-        count = sum(len(r.accepted) for r in self.rounds)
-        return total / count if count else float("nan")
+        emitted, rounds = self.accepted_totals
+        return emitted / rounds if rounds else float("nan")
 
 
 def calibrated(logits: torch.Tensor, temperatures: Sequence[float] | None) -> torch.Tensor:

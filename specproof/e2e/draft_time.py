@@ -22,9 +22,8 @@ import torch
 from specproof.reference.schedulers import FixedGamma
 
 from .data import load_corpora, prompts_from
-from .decode import speculative_generate
 from .drafters import DSparkDrafter
-from .experiments import phase_breakdown
+from .experiments import Setting, phase_breakdown, speculative_decoder
 from .models import SHIPPED_DIR, load_dspark, load_target
 from .plans import FAST_VERIFY, SHIPPED
 from .target import Target
@@ -38,21 +37,16 @@ def median_draft_ms(
     new_tokens: int = SHIPPED.new_tokens,
 ) -> dict[str, float]:
     """Median over decodes of each drafter's mean drafting milliseconds per round."""
+    setting = Setting(new_tokens, FAST_VERIFY)
+    decoders = {
+        name: speculative_decoder(target, drafter, setting, 1.0, FixedGamma(), 0)
+        for name, drafter in drafters.items()
+    }
     times: dict[str, list[float]] = {name: [] for name in drafters}
     for _ in range(repeats):
         for index, prompt in enumerate(prompts):
-            for name, drafter in drafters.items():
-                result = speculative_generate(
-                    target,
-                    drafter,
-                    [prompt],
-                    new_tokens,
-                    temperature=1.0,
-                    schedule=FixedGamma(),
-                    seed=index,
-                    verify=FAST_VERIFY,
-                )
-                times[name].append(phase_breakdown([result])["draft"])
+            for name, decode in decoders.items():
+                times[name].append(phase_breakdown([decode([prompt], index)])["draft"])
     return {name: float(np.median(values)) for name, values in times.items()}
 
 

@@ -22,9 +22,9 @@ from .target import Target
 
 def mean_accepted_length(results: Sequence[DecodeResult]) -> float:
     """tau: tokens emitted per request-round (accepted drafts + the residual/bonus token)."""
-    total = sum(a + 1 for res in results for r in res.rounds for a in r.accepted)
-    count = sum(len(r.accepted) for res in results for r in res.rounds)
-    return total / count if count else float("nan")
+    totals = [res.accepted_totals for res in results]
+    count = sum(rounds for _, rounds in totals)
+    return sum(emitted for emitted, _ in totals) / count if count else float("nan")
 
 
 def acceptance_counts(results: Sequence[DecodeResult], gamma: int) -> tuple[list[int], list[int]]:

@@ -22,20 +22,15 @@ import torch
 
 from specproof.reference.schedulers import FixedGamma
 
+from .compare import interleaved
 from .data import load_corpora, prompts_from
-from .decode import DecodeResult, Drafter, speculative_generate
-from .measure import mean_accepted_length
+from .experiments import Setting, speculative_decoder
+from .measure import batched, mean_accepted_length
 from .models import SHIPPED_DIR, Models, load_models
 from .plans import FAST_VERIFY, SHIPPED, TEMPERATURES
 from .sweep import teacher_forced_score
 
 BOOTSTRAP_RESAMPLES = 2000
-
-
-def emitted_and_rounds(result: DecodeResult) -> tuple[int, int]:
-    """(tokens emitted, request-rounds) of one decode: tau is their ratio."""
-    emitted = sum(a + 1 for r in result.rounds for a in r.accepted)
-    return emitted, sum(len(r.accepted) for r in result.rounds)
 
 
 def paired_difference(
@@ -56,29 +51,6 @@ def paired_difference(
     return {"difference": float(tau(first) - tau(second)), "low": float(low), "high": float(high)}
 
 
-def drafter_runs(
-    models: Models,
-    drafter: Drafter,
-    chunks: list[list[list[int]]],
-    temperature: float,
-    new_tokens: int,
-    seed: int,
-) -> list[DecodeResult]:
-    return [
-        speculative_generate(
-            models.target,
-            drafter,
-            chunk,
-            new_tokens,
-            temperature=temperature,
-            schedule=FixedGamma(),
-            seed=seed + index,
-            verify=FAST_VERIFY,
-        )
-        for index, chunk in enumerate(chunks)
-    ]
-
-
 def tau_table(
     models: Models,
     prompts: int,
@@ -90,19 +62,26 @@ def tau_table(
     DSpark's teacher-forced tau proxy per domain (:func:`.sweep.teacher_forced_score`)."""
     if prompts < 2 * requests:
         raise ValueError(f"need at least two chunks: prompts >= {2 * requests}")
+    setting = Setting(new_tokens, FAST_VERIFY)
     table: dict[str, Any] = {}
     for domain, corpus in load_corpora().items():
         domain_prompts = prompts_from(
             corpus.stream("evaluation"), prompts, SHIPPED.prompt_length, 1
         )
-        chunks = [domain_prompts[i : i + requests] for i in range(0, prompts, requests)]
+        chunks = batched(domain_prompts, requests)
         for temperature in TEMPERATURES:
-            runs = {
-                name: drafter_runs(models, drafter, chunks, temperature, new_tokens, seed)
-                for name, drafter in (("dspark", models.dspark), ("eagle", models.eagle))
-            }
+            runs = interleaved(
+                {
+                    name: speculative_decoder(
+                        models.target, drafter, setting, temperature, FixedGamma(), seed
+                    )
+                    for name, drafter in (("dspark", models.dspark), ("eagle", models.eagle))
+                },
+                chunks,
+                seed,
+            )
             rows = {
-                name: np.array([emitted_and_rounds(r) for r in results], dtype=np.float64)
+                name: np.array([r.accepted_totals for r in results], dtype=np.float64)
                 for name, results in runs.items()
             }
             key = f"{domain}/T={temperature:g}"

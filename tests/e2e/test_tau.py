@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
+from specproof.e2e.decode import DecodeResult, RoundLog
 from specproof.e2e.measure import mean_accepted_length
 from specproof.e2e.models import SHIPPED_DIR, load_models
-from specproof.e2e.tau import drafter_runs, emitted_and_rounds, paired_difference, tau_table
+from specproof.e2e.tau import paired_difference, tau_table
 
 
 def test_paired_difference_is_the_ratio_of_totals_with_an_interval_over_chunks() -> None:
@@ -34,7 +35,7 @@ def test_paired_difference_refuses_one_chunk_or_unpaired_arrays() -> None:
         paired_difference(np.ones((3, 2)), np.ones((2, 2)), 10, 0)
 
 
-def test_tau_table_counts_what_mean_accepted_length_counts() -> None:
+def test_tau_table_rows_pair_both_drafters_on_the_same_chunks() -> None:
     torch.set_num_threads(1)
     models = load_models(SHIPPED_DIR)
     table = tau_table(models, prompts=8, new_tokens=8)
@@ -48,9 +49,8 @@ def test_tau_table_counts_what_mean_accepted_length_counts() -> None:
     assert table["drafter_steps"] == {"dspark": 1000, "eagle": 1000}
 
 
-def test_emitted_and_rounds_give_mean_accepted_length() -> None:
-    models = load_models(SHIPPED_DIR)
-    prompts = [[ord(c) for c in "def add(a, b):\n    return a"]] * 3
-    results = drafter_runs(models, models.dspark, [prompts], 1.0, 12, seed=3)
-    emitted, rounds = emitted_and_rounds(results[0])
-    assert rounds > 0 and emitted / rounds == mean_accepted_length(results)
+def test_accepted_totals_count_each_request_round_with_its_bonus_token() -> None:
+    rounds = [RoundLog([3, 3], [2, 0], None), RoundLog([4], [4], None)]
+    result = DecodeResult(tokens=[[], []], rounds=rounds)
+    assert result.accepted_totals == (3 + 1 + 5, 3)
+    assert mean_accepted_length([result, DecodeResult([[]])]) == 9 / 3
