@@ -124,8 +124,9 @@ def proofs(session: nox.Session) -> None:
 @nox.session(python=False, default=False)
 def coq(session: nox.Session) -> None:
     """Machine-checked proofs (proofs/coq/): compile, gate each main theorem on ``Print
-    Assumptions``, run the negative tests. Needs coqc and mathcomp (Debian packages, listed when
-    missing); installs nothing."""
+    Assumptions`` and on its statement in statements.txt, run the negative tests (each must fail
+    with the error it names). Needs coqc and mathcomp (Debian packages, listed when missing);
+    installs nothing."""
     session.run(sys.executable, "proofs/coq/check.py", *session.posargs, external=True)
 
 

@@ -1,27 +1,38 @@
-"""Compile the Coq proofs, gate every main theorem on ``Print Assumptions``, run the negative tests.
+"""Compile the Coq proofs, gate every main theorem on its assumptions and its statement, run the
+negative tests.
 
-Usage: ``python proofs/coq/check.py`` (``nox -s coq`` runs it). Installs nothing: without ``coqc``
-and the mathcomp libraries it prints the Debian packages to install and exits 1.
+Usage: ``python proofs/coq/check.py [--write-statements]`` (``nox -s coq`` runs it without the
+flag). Installs nothing: without ``coqc`` and the mathcomp libraries it prints the Debian packages
+to install and exits 1.
 
 A main theorem passes its gate when ``Print Assumptions`` says "Closed under the global context"
-(no ``Admitted``, ``Axiom`` or ``Parameter`` under it). Every file in ``negative/`` is a
-deliberately wrong variant; it must fail to compile or fail the gate, and the check fails if one
-of them gets through.
+(no ``Admitted``, ``Axiom`` or ``Parameter`` under it) and its type, as ``Check @name`` prints it,
+equals the one committed in ``statements.txt`` up to whitespace, so a weakened statement fails.
+``--write-statements`` rewrites ``statements.txt`` from the compiled theorems instead of comparing;
+run it only when a statement is meant to change, and review the diff.
+
+Every file in ``negative/`` is a deliberately wrong variant that names, in a line
+``(* expect: TEXT *)``, the failure it must produce: TEXT must occur in its coqc error output or in
+the gate's message about it (whitespace normalised). A variant that passes, or fails with another
+message (a typo, a wrong name), fails the check.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 NEGATIVE = HERE / "negative"
+STATEMENTS = HERE / "statements.txt"
 LIBRARY = "Specproof"
 WARNINGS = ("-w", "-notation-overridden,-ambiguous-paths")
 DEBIAN_PACKAGES = (
@@ -31,6 +42,21 @@ DEBIAN_PACKAGES = (
     "libcoq-mathcomp-algebra-tactics",
 )
 CLOSED = "Closed under the global context"
+# The context types are printed in: the notations the .v files use, one line per type.
+PRINTING_CONTEXT = (
+    "From mathcomp Require Import all_ssreflect ssralg ssrnum rat.",
+    "Import GRing.Theory Num.Theory Order.TTheory.",
+    "Local Open Scope ring_scope.",
+    "Set Printing Width 100000.",
+)
+EXPECT = re.compile(r"^\(\* expect: (.*) \*\)$", flags=re.M)
+STATEMENTS_HEADER = """\
+# The type of each main theorem of check.py, as `Check @name` prints it (mathcomp notations,
+# ring_scope), wrapped at spaces. `nox -s coq` fails when a compiled theorem's type differs from
+# the one here, whitespace aside. Rewrite this file only when a statement is meant to change:
+#   python3 proofs/coq/check.py --write-statements
+# and review its diff.
+"""
 
 
 @dataclass(frozen=True)
@@ -42,6 +68,19 @@ class Theorem:
     @property
     def qualified(self) -> str:
         return f"{LIBRARY}.{self.module}.{self.name}"
+
+    @property
+    def key(self) -> str:
+        """The theorem's name in statements.txt."""
+        return f"{self.module}.{self.name}"
+
+
+@dataclass(frozen=True)
+class Printed:
+    """What Coq prints about one theorem."""
+
+    assumptions: str
+    statement: str
 
 
 THEOREMS = (
@@ -133,62 +172,197 @@ def compile_all() -> dict[str, float]:
     return seconds
 
 
-def assumptions(modules: list[str], names: list[str]) -> dict[str, str]:
-    """``Print Assumptions`` of each qualified name, after requiring ``modules``."""
+def normalised(text: str) -> str:
+    """``text`` with every run of whitespace one space, ends stripped."""
+    return " ".join(text.split())
+
+
+def query(modules: list[str], names: list[str]) -> dict[str, Printed]:
+    """``Print Assumptions`` and the type of each qualified name, after requiring ``modules``."""
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        script = [f"From {LIBRARY} Require Import {' '.join(modules)}."]
+        script = [*PRINTING_CONTEXT, f"From {LIBRARY} Require Import {' '.join(modules)}."]
         for index, name in enumerate(names):
-            script.append(f'Redirect "{folder / str(index)}" Print Assumptions {name}.')
+            script.append(f'Redirect "{folder / f"a{index}"}" Print Assumptions {name}.')
+            script.append(f'Redirect "{folder / f"t{index}"}" Check @{name}.')
         (folder / "Gate.v").write_text("\n".join(script) + "\n")
         result = coqc(str(folder / "Gate.v"), cwd=folder)
         if result.returncode != 0:
-            raise SystemExit(f"FAIL running Print Assumptions:\n{result.stdout}{result.stderr}")
-        return {
-            name: (folder / f"{index}.out").read_text().strip() for index, name in enumerate(names)
-        }
+            raise SystemExit(f"FAIL querying the theorems:\n{result.stdout}{result.stderr}")
+        printed = {}
+        for index, name in enumerate(names):
+            checked = (folder / f"t{index}.out").read_text()
+            # ``Check @name`` prints the name, then ":" and the type on the next line.
+            type_text = checked.strip().partition("\n")[2].strip()
+            if not type_text.startswith(":"):
+                raise SystemExit(f"FAIL reading the type of {name} from Check: {checked!r}")
+            printed[name] = Printed(
+                assumptions=(folder / f"a{index}.out").read_text().strip(),
+                statement=normalised(type_text[1:]),
+            )
+        return printed
 
 
-def check_theorems(seconds: dict[str, float]) -> int:
-    """Gate every main theorem; print the table; return the number of failures."""
+def read_statements(path: Path = STATEMENTS) -> dict[str, str]:
+    """statements.txt: a name at the start of a line, its type on the indented lines below."""
+    statements: dict[str, list[str]] = {}
+    current: str | None = None
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        if not line[0].isspace():
+            current = line.strip()
+            if current in statements:
+                raise SystemExit(f"FAIL {path.name} line {number}: {current} stated twice")
+            statements[current] = []
+        elif current is None:
+            raise SystemExit(f"FAIL {path.name} line {number}: a type before any theorem name")
+        else:
+            statements[current].append(line)
+    return {name: normalised(" ".join(lines)) for name, lines in statements.items()}
+
+
+def write_statements(statements: dict[str, str], path: Path = STATEMENTS) -> None:
+    """Write ``statements`` (name -> type) in the format ``read_statements`` reads."""
+    blocks = [STATEMENTS_HEADER]
+    for name, statement in statements.items():
+        wrapped = textwrap.wrap(
+            statement,
+            width=100,
+            initial_indent="    ",
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        blocks.append("\n".join([name, *wrapped]) + "\n")
+    path.write_text("\n".join(blocks))
+
+
+def first_difference(expected: str, actual: str) -> int:
+    """The index of the first character where the two texts differ."""
+    for index, (left, right) in enumerate(zip(expected, actual, strict=False)):
+        if left != right:
+            return index
+    return min(len(expected), len(actual))
+
+
+def statement_failure(name: str, expected: str | None, actual: str) -> str | None:
+    """None when ``actual`` is the committed statement up to whitespace, else the message."""
+    if expected is None:
+        return f"FAIL {name} has no statement in {STATEMENTS.name} (actual: {actual})"
+    if normalised(expected) == normalised(actual):
+        return None
+    expected, actual = normalised(expected), normalised(actual)
+    at = first_difference(expected, actual)
+    excerpts = f"expected {expected[at : at + 40]!r}, actual {actual[at : at + 40]!r}"
+    lines = [
+        f"FAIL statement of {name} differs from {STATEMENTS.name}"
+        f" (from character {at}: {excerpts})",
+        "  expected:",
+        *textwrap.wrap(expected, 100, initial_indent="    ", subsequent_indent="    "),
+        "  actual:",
+        *textwrap.wrap(actual, 100, initial_indent="    ", subsequent_indent="    "),
+    ]
+    return "\n".join(lines)
+
+
+def check_theorems(seconds: dict[str, float], write: bool) -> tuple[int, int]:
+    """Gate every main theorem; print the table; return (not closed, statements differing).
+
+    With ``write``, statements.txt is rewritten from the compiled theorems instead of compared.
+    """
     modules = [Path(name).stem for name in build_order()]
-    printed = assumptions(modules, [theorem.qualified for theorem in THEOREMS])
-    failures = 0
+    printed = query(modules, [theorem.qualified for theorem in THEOREMS])
+    committed = {} if write else read_statements()
+    not_closed = 0
+    messages = []
     print(f"\n{'theorem':<28} {'prose statement (Tn part)':<58} {'s':>6}  gate")
     for theorem in THEOREMS:
         output = printed[theorem.qualified]
-        closed = output == CLOSED
-        failures += not closed
-        gate = "closed" if closed else "NOT CLOSED: " + " ".join(output.split())
+        closed = output.assumptions == CLOSED
+        not_closed += not closed
+        gate = "closed" if closed else "NOT CLOSED: " + normalised(output.assumptions)
+        if not write:
+            message = statement_failure(theorem.key, committed.get(theorem.key), output.statement)
+            if message is not None:
+                messages.append(message)
+            gate += ", statement as committed" if message is None else ", STATEMENT DIFFERS"
         spent = seconds.get(theorem.name, float("nan"))
         print(f"{theorem.name:<28} {theorem.prose:<58} {spent:6.2f}  {gate}")
-    return failures
+    stale = sorted(set(committed) - {theorem.key for theorem in THEOREMS})
+    messages += [f"FAIL {name} is in {STATEMENTS.name}, not a main theorem" for name in stale]
+    for message in messages:
+        print("\n" + message)
+    if write:
+        write_statements(
+            {theorem.key: printed[theorem.qualified].statement for theorem in THEOREMS}
+        )
+        print(f"\nwrote the {len(THEOREMS)} statements to {STATEMENTS}; review its diff")
+    return not_closed, len(messages)
+
+
+def expected_failure(source: str) -> str | None:
+    """The text a negative variant's ``(* expect: TEXT *)`` line names; None without one."""
+    found = EXPECT.findall(source)
+    return normalised(found[0]) if len(found) == 1 else None
+
+
+def negative_failure(path: Path) -> str | None:
+    """How a negative variant fails: coqc's errors or the gate's message; None if it passes."""
+    result = coqc(str(path))
+    if result.returncode != 0:
+        return "does not compile: " + normalised(result.stdout + result.stderr)
+    names = re.findall(r"^(?:Theorem|Lemma)\s+(\w+)", path.read_text(), flags=re.M)
+    qualified = [f"{LIBRARY}.negative.{path.stem}.{name}" for name in names]
+    printed = query([f"negative.{path.stem}"], qualified)
+    open_ones = [
+        f"{name} not closed: {normalised(printed[name].assumptions)}"
+        for name in qualified
+        if printed[name].assumptions != CLOSED
+    ]
+    return "gate: " + "; ".join(open_ones) if open_ones else None
+
+
+def negative_verdict(expected: str | None, failure: str | None) -> str | None:
+    """None when the variant failed with the expected text, else why the check fails."""
+    if expected is None:
+        return "names no expected failure (one line '(* expect: TEXT *)')"
+    if failure is None:
+        return "PASSED its gate, but it is a wrong variant"
+    if normalised(expected) not in failure:
+        return f"fails, but not as expected\n    expected: {expected}\n    actual:   {failure}"
+    return None
 
 
 def check_negatives() -> int:
-    """Every negative variant must fail to compile or fail its gate; return how many did not."""
-    escaped = 0
+    """Every negative variant must fail with its expected message; return how many did not."""
+    wrong = 0
     files = sorted(NEGATIVE.glob("*.v"))
-    print(f"\nnegative tests ({len(files)}): each must fail")
+    print(f"\nnegative tests ({len(files)}): each must fail with the message it names")
     for path in files:
-        result = coqc(str(path))
-        if result.returncode != 0:
-            first = next((ln for ln in result.stderr.splitlines() if "Error" in ln), "error")
-            print(f"  {path.name}: fails as expected (does not compile: {first.strip()})")
-            continue
-        names = re.findall(r"^(?:Theorem|Lemma)\s+(\w+)", path.read_text(), flags=re.M)
-        qualified = [f"{LIBRARY}.negative.{path.stem}.{name}" for name in names]
-        printed = assumptions([f"negative.{path.stem}"], qualified)
-        open_ones = [name for name in qualified if printed[name] != CLOSED]
-        if open_ones:
-            print(f"  {path.name}: fails as expected (gate: {', '.join(open_ones)} not closed)")
+        expected = expected_failure(path.read_text())
+        failure = negative_failure(path)
+        verdict = negative_verdict(expected, failure)
+        if verdict is None:
+            print(f"  {path.name}: fails as expected ({expected})")
         else:
-            escaped += 1
-            print(f"  {path.name}: PASSED its gate, but it is a wrong variant")
-    return escaped
+            wrong += 1
+            print(f"  FAIL {path.name}: {verdict}")
+    return wrong
 
 
-def main() -> int:
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--write-statements",
+        action="store_true",
+        help=f"rewrite {STATEMENTS.name} from the compiled theorems instead of comparing with it",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = parse_arguments(argv)
     reason = missing_tools()
     if reason is not None:
         print(f"{reason}. Install the Debian packages (as root), then rerun:")
@@ -200,12 +374,19 @@ def main() -> int:
     version = subprocess.run(["coqc", "--version"], capture_output=True, text=True, check=True)
     print(version.stdout.splitlines()[0], flush=True)
     seconds = compile_all()
-    failures = check_theorems(seconds)
-    escaped = check_negatives()
-    if failures or escaped:
-        print(f"\nFAILED: {failures} theorem(s) not closed, {escaped} negative test(s) passed")
+    not_closed, differing = check_theorems(seconds, write=arguments.write_statements)
+    wrong = check_negatives()
+    if not_closed or differing or wrong:
+        print(
+            f"\nFAILED: {not_closed} theorem(s) not closed, {differing} statement(s) differ from"
+            f" {STATEMENTS.name}, {wrong} negative test(s) not failing as expected"
+        )
         return 1
-    print(f"\nall {len(THEOREMS)} theorems closed under the global context; negatives fail")
+    pinned = "written" if arguments.write_statements else f"as in {STATEMENTS.name}"
+    print(
+        f"\nall {len(THEOREMS)} theorems closed under the global context, statements {pinned};"
+        " negatives fail as expected"
+    )
     return 0
 
 

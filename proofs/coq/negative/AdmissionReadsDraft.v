@@ -1,6 +1,7 @@
 (* Deliberately wrong variant (must fail): Appendix A's global search, which reads x_1 before
    admitting it, claimed lossless with the proof of T5a_contrast's causal half.  The script
    stops at its first line: [causal global_search] is false (x_1 = A is admitted, B is not). *)
+(* expect: line 13, characters 0-58: Error: No applicable tactic. *)
 From mathcomp Require Import all_ssreflect ssralg ssrnum rat.
 From Specproof Require Import Step Round Lookahead.
 Import GRing.Theory Num.Theory Order.TTheory.

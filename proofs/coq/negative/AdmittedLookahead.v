@@ -1,5 +1,6 @@
 (* Deliberately wrong variant (must fail the gate): the same false claim as
    AdmissionReadsDraft.v, left Admitted.  It compiles; Print Assumptions lists it as an axiom. *)
+(* expect: global_search_lossless_admitted not closed: Axioms: global_search_lossless_admitted : *)
 From mathcomp Require Import all_ssreflect ssralg ssrnum rat.
 From Specproof Require Import Step Round Lookahead.
 

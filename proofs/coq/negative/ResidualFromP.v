@@ -1,6 +1,7 @@
 (* Deliberately wrong variant (must fail): T1 part 1 with the rejected draft replaced by a
    draw from p instead of norm(max(0, p - q)), proved with T1_one_step's script.  It is false
    (Lookahead.T1_residual_from_p_biased: 3/4 instead of 1/2), so no script can close it. *)
+(* expect: line 17, characters 0-76: Error: The LHS of sum_excess *)
 From mathcomp Require Import all_ssreflect ssralg ssrnum.
 From mathcomp Require Import ring.
 From Specproof Require Import Step.
