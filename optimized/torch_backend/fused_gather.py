@@ -4,10 +4,11 @@ The torch backend copies every probability row it reads in full into a workspace
 rows: the target row of the drawn token and, at a rejection, the draft row). torch has no
 reduction that yields a sum and a minimum together, nor a copy that reduces, so checking those
 rows took two more passes over them. This C loop (compiled once with the system C compiler,
-cached by the hash of its source, loaded through ctypes) copies each row and keeps 16 running
-sums and minima in registers on the way: the checks ride on the copy verification makes
-anyway. Without a C compiler, or for rows that are not float32 with unit vocabulary stride,
-:func:`gather_with_stats` returns None and the caller copies with torch and reduces separately.
+cached in the user's cache folder by the hash of its source and flags, loaded through ctypes)
+copies each row and keeps 16 running sums and minima in registers on the way: the checks ride
+on the copy verification makes anyway. Without a C compiler, or for rows that are not float32
+with unit vocabulary stride, :func:`gather_with_stats` returns None and the caller copies with
+torch and reduces separately.
 
 Semantics match ``rows.sum(-1)`` and ``rows.amin(-1)`` for what the checks read: the sum is a
 float32 sum (16 lanes, then added in order; it may differ from torch's in the last bits, well
@@ -22,7 +23,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
 
@@ -94,16 +94,18 @@ _tried = False
 
 
 def cache_dir() -> Path:
-    """Where the compiled library is kept (``SPECPROOF_CACHE`` or a per-user temp folder)."""
-    root = os.environ.get("SPECPROOF_CACHE") or os.path.join(
-        tempfile.gettempdir(), f"specproof-{os.getuid() if hasattr(os, 'getuid') else 'user'}"
-    )
-    return Path(root)
+    """Where the compiled library is kept: ``SPECPROOF_CACHE``, else the user's cache folder
+    (``XDG_CACHE_HOME`` or ~/.cache) under specproof/; never a shared temporary folder, where
+    another user could place a library of their own."""
+    if os.environ.get("SPECPROOF_CACHE"):
+        return Path(os.environ["SPECPROOF_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "specproof"
 
 
 def _build() -> ctypes.CDLL | None:
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None or os.environ.get("SPECPROOF_NO_NATIVE"):
+    if compiler is None or os.environ.get("SPECPROOF_NO_NATIVE"):  # the torch fallback
         return None
     digest = hashlib.sha256((SOURCE + " ".join(FLAGS)).encode()).hexdigest()[:16]
     folder = cache_dir()
