@@ -1,5 +1,6 @@
 """The checked copy side by side with the torch copy it replaced: chain verification at the
-headline shape (B = 64, k = 8, V = 128,256, probabilities, realistic drafts, one thread),
+headline shape (B = 64, k = 8, V = 128,256; ``--batch`` another B; probabilities, realistic
+drafts, one thread),
 validate=True and validate=False, each with the C copy that keeps row sums and minima
 (``optimized/torch_backend/fused_gather.py``) and with torch's ``index_select`` plus separate
 ``sum`` / ``amin`` passes (the code before it, and the fallback without a C compiler).
@@ -74,13 +75,23 @@ def calls(batch: int, n: int, vocab: int) -> dict[str, Callable[[], object]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument("--batch", type=int, default=HEADLINE[0], help="B (k and V: headline)")
     parser.add_argument("--quick", action="store_true", help="a small shape, to test the script")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "checked_copy.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON report (default benchmarks/checked_copy.json, or checked_copy_B<B>.json)",
+    )
     args = parser.parse_args()
+    if args.batch < 1:
+        parser.error("--batch must be at least 1")
+    name = "checked_copy.json" if args.batch == HEADLINE[0] else f"checked_copy_B{args.batch}.json"
+    out = args.out or ROOT / "benchmarks" / name
     if fused_gather.native() is None:
         sys.exit("no C compiler here: nothing to compare")
     torch.set_num_threads(1)
-    shape = (8, 4, 4096) if args.quick else HEADLINE
+    shape = (8, 4, 4096) if args.quick else (args.batch, *HEADLINE[1:])
     implementations = calls(*shape)
     evictor = Evictor(torch.device("cpu"))
     load_start = os.getloadavg()
@@ -116,7 +127,7 @@ def main() -> None:
     report["load_average_start"] = load_start
     report["load_average_end"] = os.getloadavg()
     if not args.quick:
-        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        out.write_text(json.dumps(report, indent=2) + "\n")
     for mode in ("cold", "warm"):
         print(f"{mode} (B, k, V = {shape}, 1 thread, {args.repeats} repeats):")
         for name, median in report[mode]["median_s"].items():

@@ -389,6 +389,7 @@ def run(quick: bool, steady: bool = True) -> dict:
         "device": dev.type,
         "device_name": name,
         "cpu_count": os.cpu_count(),
+        "cpus_allowed": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "torch": torch.__version__,
         "copy_bandwidth_bytes_per_s": bandwidth,
         "seconds": time.perf_counter() - started,
@@ -477,7 +478,7 @@ def targets(report: dict) -> list[str]:
         f"measured rows; worst {100 * worst['validation_overhead']:+.0f} % ({worst['input']}, "
         f"B = {worst['B']}, k = {worst['k']}, V = {worst['V']:,}, {worst['threads']} "
         f"thread(s), {worst['acceptance']}). Medians of per-repeat ratios of 3 to 7 repeats on a "
-        "shared machine: single rows carry roughly +-10 % noise."
+        "shared machine: each row's quartiles, in the tables above, show how far it may move."
     )
     return lines
 
@@ -505,6 +506,12 @@ def markdown(report: dict) -> str:
                 report["cpu_count"],
             )
             if "load_average_start" in report
+            else ""
+        )
+        + (
+            f"; the process was pinned to {report['cpus_allowed']} of them, so the 2-thread "
+            "rows share one core"
+            if report.get("cpus_allowed") == 1
             else ""
         )
         + ": every repeat calls all "
@@ -591,7 +598,8 @@ def markdown(report: dict) -> str:
         "### One-axis sweeps (1 thread, realistic drafts)",
         "",
         "| varied | input | B | k | V | mean accepted | default ms | unvalidated ms | eager ms | "
-        "loop ms | bound ms | eager / default | loop / default | validation overhead |",
+        "loop ms | bound ms | eager / default | loop / default | validation overhead, warm "
+        "(quartiles) |",
         "|" + "---|" * 14,
     ]
     for row in report["results"]:
@@ -605,7 +613,7 @@ def markdown(report: dict) -> str:
             f"{row['mean_accepted']:.2f} | "
             + " | ".join(cell(row, name) for name in ("default", "unvalidated", "eager", "loop"))
             + f" | {milliseconds(row['bound_s'])} | {ratios['eager']:.1f}x | "
-            f"{ratios['loop']:.1f}x | {100 * row['validation_overhead']:+.0f} % |"
+            f"{ratios['loop']:.1f}x | {overhead_cell(row)} |"
         )
     lines += ["", "### Targets (headline shape, 1 thread, realistic drafts, defaults)", ""]
     lines += targets(report)
