@@ -22,7 +22,13 @@ from typing import Any
 
 import torch
 
-from .checks.arguments import SEED_LIMIT, as_integer, row_words
+from .checks.arguments import (
+    OWN_STREAM_WORD,
+    SEED_LIMIT,
+    as_integer,
+    row_words,
+    stream_request_words,
+)
 from .checks.contract import (
     PLACEHOLDER_DRAFT,
     InvalidInputError,
@@ -95,7 +101,7 @@ def request_streams(
     if seeded:
         rows = torch.tensor(seeded, dtype=torch.int64, device=device)
         keys[rows] = torch.cat([generator_key(generators[r]).to(device) for r in seeded])
-        words[rows] = 0
+        words[rows] = OWN_STREAM_WORD  # FlashInfer's per-row tensors use it too
     return keys, words
 
 
@@ -123,10 +129,15 @@ def chain_speculative_sampling(
 
     ``seed`` and ``offset`` are integers or, as in FlashInfer, int64 / uint64 tensors of length
     1 or B (read on the device: no host synchronisation, so the call can be captured in a CUDA
-    graph). Row b draws at Philox key ``seed[b]`` (all 64 bits) with counter words
-    (4 * index + phase, b, 0, ``offset[b]``); a length-1 tensor is the integer's stream, and
-    the reference replays row b with ``PhiloxSource(seed[b], offset[b])``. An offset must lie
-    in [0, 2^32) (refused otherwise when validating).
+    graph). When either is a tensor of length B > 1, row b draws at Philox key ``seed[b]``
+    (all 64 bits) with counter words (4 * index + phase, 0, 0, ``offset[b]``): request word 0,
+    not b, so a request draws the same alone (a batch of one with ``seed[b:b+1]``,
+    ``offset[b:b+1]``), at any row, in any order or subset of the batch, and again when
+    repeated with the same seed and offset. An integer or length-1 tensor is the call-wide
+    stream (key ``seed``, counter words (4 * index + phase, b, 0, ``offset``)), as FlashInfer
+    keeps the row-position stream for a scalar seed. The reference replays row b with
+    ``PhiloxSource(seed[b], offset[b])`` at request word 0, or b for the call-wide stream. An
+    offset must lie in [0, 2^32) (refused otherwise when validating).
 
     Divergences from FlashInfer: ``deterministic`` is accepted and ignored (the call is always
     deterministic for a seed); with ``seed=None`` a fresh 62-bit seed is drawn from
@@ -200,7 +211,7 @@ def _independent_acceptances(
     p = target[:, :n].gather(2, index)[..., 0].to(torch.float64)
     q = draft.gather(2, index)[..., 0].to(torch.float64)
     positions = torch.arange(1, n + 1, device=target.device)[None, :]
-    requests = torch.arange(batch, device=target.device)[:, None]
+    requests = stream_request_words(seed, offset, batch, target.device)[:, None]
     if isinstance(seed, torch.Tensor) or isinstance(offset, torch.Tensor):
         keys, offsets = row_words(seed, offset, batch, target.device)
         u = address_uniforms(keys[:, None], ACCEPT, positions, requests, 0, offsets[:, None])

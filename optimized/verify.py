@@ -7,7 +7,7 @@ from typing import NamedTuple
 import torch
 
 from .backend import Backend, resolve_backend
-from .checks.arguments import request_arguments, row_words
+from .checks.arguments import request_arguments, row_words, stream_request_words
 from .checks.content import check_chain_inputs
 from .checks.contract import InvalidInputError, check_chain_shapes, duplicate_ids
 from .checks.recorded import DeferredChecks
@@ -53,11 +53,15 @@ def chain_verify(
     Streams: ``seed`` (the Philox key) and ``offset`` (the fourth counter word) are integers
     shared by the batch, or int64 / uint64 tensors of length 1 or B (FlashInfer's convention,
     read on the device, so no host synchronisation): request b then draws at key
-    ``seed[b]`` (its 64 bits) and offset ``offset[b]`` (in [0, 2^32)), counter words as
-    always, and the reference replays it with ``PhiloxSource(seed[b], offset[b])``. A length-1
-    tensor gives the stream of the same integer. With per-request keys, requests that share a
-    key, id and offset share their uniforms, as two generators with one seed do: ids are not
-    required to be distinct then.
+    ``seed[b]`` (its 64 bits) and offset ``offset[b]`` (in [0, 2^32)). When either tensor has
+    length B > 1 and ``request_ids`` is None, every request draws at request word 0
+    (:data:`~specproof.optimized.checks.arguments.OWN_STREAM_WORD`), so its tokens depend on
+    its own seed and offset, not on its row: alone, in any order or subset of the batch, it
+    draws the same; the reference replays it with ``PhiloxSource(seed[b], offset[b])`` at
+    request word 0. Integers and length-1 tensors keep request word b (a length-1 tensor gives
+    the stream of the same integer). With per-request keys, requests that share a key, id and
+    offset share their uniforms, as two generators with one seed do: ids are not required to
+    be distinct then.
 
     Position k (1-based) is accepted when u < p_k(x_k) / q_k(x_k), u the Philox uniform of
     (round, request_ids[b], "accept", k); at the first rejection the token is the inverse CDF of
@@ -78,13 +82,16 @@ def chain_verify(
     batch, positions, _ = target.shape
     device = target.device
     streams = isinstance(seed, torch.Tensor) or isinstance(offset, torch.Tensor)
+    words = request_ids
+    if words is None and streams:  # per-row tensors: word 0, whatever the row
+        words = stream_request_words(seed, offset, batch, device)
     shared_seed, round, shared_offset, lengths, requests, temperatures = request_arguments(
         batch,
         device,
         seed=0 if streams else seed,
         round=round,
         offset=0 if streams else offset,
-        request_ids=request_ids,
+        request_ids=words,
         temperature=temperature,
         num_draft_tokens=num_draft_tokens,
         max_draft_tokens=positions - 1,

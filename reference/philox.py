@@ -16,9 +16,11 @@ and the uniform of an address is the top 24 bits of the first output word scaled
 an exact float32 value in [0, 1 - 2^-24], exactly 0 with probability 2^-24. ``offset`` is
 the caller's stream offset (it separates independent calls that reuse a seed and round).
 
-Per-request streams (a seed and offset per request, as FlashInfer's seed / offset tensors and
-vLLM's seeded requests give) keep this layout: request b's key and offset are its own, so it
-is replayed by ``PhiloxSource(seed_b, offset_b)`` at its own request word.
+Per-request streams (a seed and offset per request, as FlashInfer's seed / offset tensors of
+length B > 1 and vLLM's seeded requests give) keep this layout with request word 0: request
+b's key and offset are its own and its row does not enter the counter, so it is replayed by
+``PhiloxSource(seed_b, offset_b)`` at request 0, whatever its row in the batch. A call-wide
+seed (an integer, or a length-1 tensor) keeps request word = row.
 """
 
 from __future__ import annotations

@@ -74,6 +74,33 @@ def row_words(
     return words[0], words[1]
 
 
+OWN_STREAM_WORD = 0
+"""The request counter word of a request that draws on a stream of its own (a key, or a key and
+offset, of its own): its uniforms then depend on that stream only, not on its row, so it draws
+the same alone, in any batch and at any row."""
+
+
+def own_streams(seed: object, offset: object, batch: int) -> bool:
+    """True when ``seed`` or ``offset`` is a tensor with one entry per request (length B > 1,
+    FlashInfer's per-row convention): every request then draws at :data:`OWN_STREAM_WORD`.
+    Integers and length-1 tensors keep the row's position as its word (a call-wide stream)."""
+    return batch > 1 and any(
+        isinstance(value, torch.Tensor) and value.dim() == 1 and value.shape[0] == batch
+        for value in (seed, offset)
+    )
+
+
+def stream_request_words(
+    seed: object, offset: object, batch: int, device: torch.device
+) -> torch.Tensor:
+    """The request words of a call given no request ids, as a [B] int64 tensor: all
+    :data:`OWN_STREAM_WORD` under :func:`own_streams`, else the row positions 0..B-1. (For
+    B = 1 the two agree: a request alone draws at word 0 either way.)"""
+    if own_streams(seed, offset, batch):
+        return torch.full((batch,), OWN_STREAM_WORD, dtype=torch.int64, device=device)
+    return torch.arange(batch, dtype=torch.int64, device=device)
+
+
 def per_request(
     name: str,
     value: object,

@@ -1,8 +1,10 @@
 """Content checks of the rows chain verification reads: NaN, inf, negative mass, row sums, a
 drafted token with draft probability 0, a logits row with no finite entry.
 
-They cost almost nothing because they look only at values the verification computes anyway,
-and they cost one host synchronisation per call (they are recorded in a
+They cost almost nothing because they look only at values the verification computes anyway
+(the entries it gathers; for rows read in full, the sum and minimum the torch backend's copy of
+the row keeps, :mod:`specproof.optimized.torch_backend.fused_gather`, and the Triton kernel's
+residual pass), and they cost one host synchronisation per call (they are recorded in a
 :class:`~specproof.optimized.checks.recorded.DeferredChecks`). The contract
 (with ``validate=True``; argument checks live in :mod:`specproof.optimized.checks.contract`):
 
@@ -22,8 +24,9 @@ and they cost one host synchronisation per call (they are recorded in a
   depend on them).
 
 Rows after a request's first rejection, and padding rows beyond its length, are neither read
-nor checked. The Triton backend does not yet report the values it computes, so for it
-:func:`check_rows_read` re-reads the rows the kernel read, after it ran.
+nor checked. The Triton kernel checks what it reads and returns one flag per request; only
+when one is set does :func:`check_rows_read` re-read the rows the kernel read, to word the
+error.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from ..checks.row_contents import (
     check_softmax_values,
 )
 from ..philox import ACCEPT, BONUS, RESIDUAL, philox4x32
-from .rows import gather_rows, sample_tiled, softmax_rows_, workspace
+from .rows import gather_rows, gather_rows_with_stats, sample_tiled, softmax_rows_, workspace
 
 
 class Rows:
@@ -49,6 +49,7 @@ class Rows:
         self.name, self.values, self.is_logits = name, values, is_logits
         self.temperature, self.checks = temperature, checks
         self.full_rows: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        self.copy_checked = False
 
     def probabilities(
         self,
@@ -61,17 +62,27 @@ class Rows:
         """Float32 probability rows [R, V] of (batch_index[i], position[i]), in the workspace
         ``into`` when given; full-row checks recorded (for logits the NaN test is made on
         values taken from the result, see :meth:`check_softmax`). With ``known_sums`` the
-        caller records the sums itself (:meth:`record_sums`), from a pass it makes anyway."""
-        rows = gather_rows(self.values, batch_index, position, into)
+        caller records the sums itself (:meth:`record_sums`), from a pass it makes anyway, where
+        the copy gives none."""
         if self.is_logits:
+            rows = gather_rows(self.values, batch_index, position, into)
             scale = None if self.temperature is None else self.temperature[batch_index]
             return softmax_rows_(rows, scale)
-        if self.checks is not None and not known_sums:  # checked together in finish()
+        # The copy gives each row's sum and minimum where it can: then no pass of their own.
+        rows, sums, minima = gather_rows_with_stats(self.values, batch_index, position, into)
+        self.copy_checked = sums is not None and minima is not None
+        if self.checks is None:
+            return rows
+        if sums is not None and minima is not None:  # checked together in finish()
+            self.full_rows.append((sums, minima, requests))
+        elif not known_sums:
             self.full_rows.append((rows.sum(dim=-1), rows.amin(dim=-1), requests))
         return rows
 
     def record_sums(self, rows: torch.Tensor, sums: torch.Tensor, requests: torch.Tensor) -> None:
-        if self.checks is not None and not self.is_logits:
+        """Sums of the rows just read with ``known_sums``, from a pass the caller made; used
+        only where the copy gave none."""
+        if self.checks is not None and not self.is_logits and not self.copy_checked:
             self.full_rows.append((sums, rows.amin(dim=-1), requests))
 
     def finish(self) -> None:

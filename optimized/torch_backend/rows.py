@@ -6,6 +6,8 @@ import threading
 
 import torch
 
+from .fused_gather import gather_with_stats
+
 _workspaces = threading.local()
 
 
@@ -67,6 +69,28 @@ def gather_rows(
         return flat.index_select(0, index)
     out = workspace(into, len(batch_index), vocab, rows.device)
     return torch.index_select(flat, 0, index, out=out)
+
+
+def gather_rows_with_stats(
+    rows: torch.Tensor, batch_index: torch.Tensor, position: torch.Tensor, into: str | None
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """:func:`gather_rows` (into the workspace ``into`` when given), plus each row's float32
+    (sum, minimum) from the copy itself (:mod:`.fused_gather`) where it can; (rows, None,
+    None) otherwise."""
+    batch, positions, vocab = rows.shape
+    flat_layout = rows.stride(2) == 1 and rows.stride(0) == positions * rows.stride(1)
+    if flat_layout and rows.dtype == torch.float32 and rows.device.type == "cpu":
+        flat = rows.as_strided((batch * positions, vocab), (rows.stride(1), 1))
+        count = len(batch_index)
+        out = (
+            torch.empty(count, vocab, dtype=torch.float32)
+            if into is None
+            else workspace(into, count, vocab, rows.device)
+        )
+        stats = gather_with_stats(flat, batch_index * positions + position, out)
+        if stats is not None:
+            return out, stats[0], stats[1]
+    return gather_rows(rows, batch_index, position, into), None, None
 
 
 def softmax_rows_(logits: torch.Tensor, temperature: torch.Tensor | None) -> torch.Tensor:

@@ -1,5 +1,9 @@
 """Per-request Philox streams: ``seed`` and ``offset`` as int64 / uint64 tensors of length 1 or
-B (FlashInfer's tensor seed and offset), on both backends, replayed by the reference."""
+B (FlashInfer's tensor seed and offset), on both backends, replayed by the reference.
+
+A tensor of length B > 1 gives each request a stream of its own at request word 0: its tokens
+depend on its seed, offset and rows only, not on its place in the batch. An integer or a
+length-1 tensor keeps the call-wide stream at request word b."""
 
 from __future__ import annotations
 
@@ -38,14 +42,18 @@ def run(case: dict, backend: str, **kwargs: object) -> torch.Tensor:
     ).tokens
 
 
-def replay(case: dict, b: int, key: int, offset: int, round: int = 0) -> tuple[int, ...]:
+def replay(
+    case: dict, b: int, key: int, offset: int, round: int = 0, *, request: int = 0
+) -> tuple[int, ...]:
+    """The reference's tokens for row b of ``case`` at (key, offset) and request word
+    ``request`` (0: a per-row stream; b: the call-wide stream)."""
     return reference_chain(
         [as_fractions(row) for row in case["target"][b]],
         [as_fractions(row) for row in case["draft"][b]],
         case["tokens"][b],
         seed=key,
         round=round,
-        request=b,
+        request=request,
         offset=offset,
     )
 
@@ -63,12 +71,14 @@ def test_length_one_tensor_is_the_integer_stream(backend: str, dtype: torch.dtyp
         from_tensors = run(case, backend, seed=seed, offset=offset, round=4)
         from_integers = run(case, backend, seed=key, offset=9, round=4)
         assert torch.equal(from_tensors, from_integers)
+        for b in range(6):  # the call-wide stream: request word b, as before per-row streams
+            assert emitted(from_tensors)[b] == replay(case, b, key, 9, round=4, request=b)
 
 
 @pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("data_seed", range(3))
 def test_per_request_streams_replay_the_reference(backend: str, data_seed: int) -> None:
-    """Request b draws at key seed[b] and offset offset[b] (counter words as always)."""
+    """Request b draws at key seed[b] and offset offset[b], request word 0."""
     rng = random.Random(data_seed)
     batch = 8
     case = chain_case(rng, batch=batch, n=3, vocab=5)
@@ -89,7 +99,8 @@ def test_per_request_streams_replay_the_reference(backend: str, data_seed: int) 
 
 @pytest.mark.parametrize("backend", backends())
 def test_integer_seed_with_offset_tensor(backend: str) -> None:
-    """One tensor makes both per-request: an integer seed is every request's key."""
+    """One tensor makes both per-request: an integer seed is every request's key, request
+    word 0 (rows 1 and 3 share seed and offset, so they share uniforms)."""
     case = chain_case(random.Random(7), batch=4, n=2, vocab=4)
     offsets = [0, 5, 2**32 - 1, 5]
     out = run(
@@ -146,7 +157,7 @@ def test_shared_ids_are_allowed_under_per_request_keys() -> None:
 
 def test_flashinfer_tensor_seed_and_offset() -> None:
     """FlashInfer's call with seed / offset tensors of length 1 and B: the integer stream for
-    length 1, the per-row streams for length B, counters and layout unchanged."""
+    length 1, the per-row streams (request word 0) for length B."""
     rng = random.Random(11)
     batch, n, vocab = 6, 3, 8
     case = chain_case(rng, batch=batch, n=n, vocab=vocab)
