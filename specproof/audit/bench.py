@@ -5,7 +5,9 @@ One measurement is one audit case end to end: drafting, the verifier call, the e
 checks, completion from the target, counting outcomes and the goodness-of-fit rows. The
 verifiers: the catalogue's correct vectorised torch verifier (``mutants.rejection_sample``) and
 ``specproof.optimized.compat:rejection_sample`` (validation on, its default), beside a verifier
-that only returns the bonus token (the harness's own cost).
+that only returns the bonus token (the harness's own cost). Then the hunt's rate with calls of
+2^18 requests (its size before calls were capped) and of the default cap, 1024, side by side:
+the same rounds, in more calls.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -23,10 +26,12 @@ import torch
 from specproof.sections import replace_section
 
 from .cases import verifier_problems
+from .hunt import hunt_case, hunt_cases
 from .laws import exact_round_law
 from .mutants import rejection_sample
 from .rounds import verifier_round
 from .run import audit_problem
+from .signatures import DEFAULT_MAX_BATCH
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,10 +72,44 @@ def measure(name: str, fn: Any, rounds: int, case: str) -> dict[str, Any]:
     }
 
 
+def hunt_rates(
+    verifiers: list[tuple[str, Any, int]], sizes: tuple[int, ...], repeats: int
+) -> list[dict[str, Any]]:
+    """Median seconds of one hunt case per (verifier, requests per call); the sizes are
+    interleaved within each repeat so that load drifts hit them alike."""
+    case = next(c for c in hunt_cases() if c.name == "zero-target-draft")
+    seconds: dict[tuple[str, int], list[float]] = {}
+    for _ in range(repeats):
+        for name, fn, rounds in verifiers:
+            for size in sizes:
+                start = time.perf_counter()
+                row = hunt_case(fn, "vllm", case, rounds, max_batch=size)
+                seconds.setdefault((name, size), []).append(time.perf_counter() - start)
+                if not row.passed:
+                    raise RuntimeError(f"{name}: {row.detail}")
+    out = []
+    for name, _, rounds in verifiers:
+        for size in sizes:
+            median = statistics.median(seconds[(name, size)])
+            out.append(
+                {
+                    "verifier": name,
+                    "requests_per_call": size,
+                    "rounds": rounds,
+                    "repeats": repeats,
+                    "median_seconds": median,
+                    "rounds_per_second": rounds / median,
+                }
+            )
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="audit harness speed")
     parser.add_argument("--rounds", type=int, default=10**6)
     parser.add_argument("--compat-rounds", type=int, default=2 * 10**5)
+    parser.add_argument("--hunt-rounds", type=int, default=1 << 20)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     results = [
@@ -86,6 +125,14 @@ def main(argv: list[str] | None = None) -> None:
 
     results.append(
         measure("optimized.compat.rejection_sample", compat, args.compat_rounds, "small-vocab")
+    )
+    hunted = hunt_rates(
+        [
+            ("mutants.rejection_sample (torch, vectorised)", rejection_sample, args.hunt_rounds),
+            ("optimized.compat.rejection_sample", compat, args.hunt_rounds // 4),
+        ],
+        (1 << 18, DEFAULT_MAX_BATCH),
+        args.repeats,
     )
     machine = (
         f"{platform.machine()} Linux, {os.cpu_count()} CPU cores, 1 torch thread, "
@@ -107,11 +154,31 @@ def main(argv: list[str] | None = None) -> None:
             f"| {r['verifier']} | {r['rounds']:,} | {r['seconds']:.1f} "
             f"| {r['rounds_per_second']:,.0f} |"
         )
+    lines += [
+        "",
+        f"The hunt (`zero-target-draft`, vLLM signature, gamma = 4) with calls of 2^18 requests "
+        f"and of {DEFAULT_MAX_BATCH} (`--max-batch`, the default), interleaved in the same "
+        f"run; median of {args.repeats} repeats. The machine is shared and its load varies.",
+        "",
+        "| verifier | requests per call | rounds | median seconds | rounds/s | vs 2^18 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in hunted:
+        base = next(
+            b
+            for b in hunted
+            if b["verifier"] == r["verifier"] and b["requests_per_call"] == 1 << 18
+        )
+        lines.append(
+            f"| {r['verifier']} | {r['requests_per_call']:,} | {r['rounds']:,} "
+            f"| {r['median_seconds']:.2f} | {r['rounds_per_second']:,.0f} "
+            f"| {r['rounds_per_second'] / base['rounds_per_second']:.2f} |"
+        )
     body = "\n".join(lines)
     print(body)
     replace_section(ROOT / "BENCHMARKS.md", "audit-harness", body)
     (ROOT / "benchmarks" / "audit_harness.json").write_text(
-        json.dumps({"machine": machine, "results": results}, indent=2) + "\n"
+        json.dumps({"machine": machine, "results": results, "hunt": hunted}, indent=2) + "\n"
     )
 
 

@@ -26,6 +26,18 @@ class Drafts:
     kinds: torch.Tensor | None = None  # [B] index into the problem's requests
     seeds: torch.Tensor | None = None  # [B] the row's own generator seed, -1 for none
 
+    def select(self, rows: slice) -> Drafts:
+        """The rounds ``rows`` of this batch (one verifier call of at most ``max_batch``)."""
+        return Drafts(
+            self.tokens[rows],
+            self.draft_probs[rows],
+            self.target_probs[rows],
+            self.lengths[rows],
+            self.greedy[rows],
+            None if self.kinds is None else self.kinds[rows],
+            None if self.seeds is None else self.seeds[rows],
+        )
+
     def params(self, problem: TableProblem) -> list[RequestParams]:
         """Each row's request parameters (greedy rows keep theirs; the marker says greedy)."""
         if self.kinds is None or not problem.requests:

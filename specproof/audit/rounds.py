@@ -15,7 +15,14 @@ from .drafting import DraftFn, draft_rounds, draw_states
 from .errors import CaseTimeout, VerifierError
 from .problems import PLACEHOLDER, Outcome, TableProblem, token_classes
 from .requests import GREEDY_TEMPERATURE
-from .signatures import Signature, Verifier, call_flashinfer, call_hf, call_vllm
+from .signatures import (
+    DEFAULT_MAX_BATCH,
+    Signature,
+    Verifier,
+    call_flashinfer,
+    call_hf,
+    call_vllm,
+)
 from .structure import check_structure, emitted_lengths
 
 RoundFn = Callable[[TableProblem, int, torch.Generator], Any]
@@ -55,19 +62,23 @@ def verifier_round(
     drafter: DraftFn | None = None,
     *,
     marker: float = GREEDY_TEMPERATURE,
+    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> RoundFn:
     """A round: drafting (correct, or ``drafter``), then ``fn`` verifies, structure checked.
-    ``marker``: the temperature that marks greedy rows in vLLM's metadata."""
+    ``marker``: the temperature that marks greedy rows in vLLM's metadata; ``max_batch``: the
+    most requests one call of ``fn`` carries (a batch of rounds takes several calls)."""
 
     def run(problem: TableProblem, batch: int, generator: torch.Generator) -> Any:
         drafts = draft_rounds(problem, batch, generator, drafter=drafter)
         if signature == "flashinfer":
-            out = call_flashinfer(fn, drafts, generator)
+            out = call_flashinfer(fn, drafts, generator, max_batch)
         elif signature == "hf":
             out = call_hf(fn, drafts, problem, generator)
         else:
             logits = signature == "vllm-logits"
-            out = call_vllm(fn, drafts, problem, generator, logits=logits, marker=marker)
+            out = call_vllm(
+                fn, drafts, problem, generator, logits=logits, marker=marker, max_batch=max_batch
+            )
         check_structure(out, drafts, problem.vocab)
         return out, drafts
 

@@ -29,48 +29,88 @@ def accepts_generator(fn: Verifier) -> bool:
 
 
 def seed_torch(generator: torch.Generator) -> None:
-    """Verifiers that draw from torch's default generator get a seed from the audit's stream."""
-    torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
+    """Verifiers that draw from torch's default generator get a seed from the audit's stream.
+    Without CUDA only the CPU generator is seeded: ``torch.manual_seed`` would also queue a
+    lazy seed per device type, formatting a stack trace each time (0.3 ms, most of a small
+    call's harness cost)."""
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    if torch.cuda.is_available():
+        torch.manual_seed(seed)
+    else:
+        torch.default_generator.manual_seed(seed)
 
 
-def call_flashinfer(fn: Verifier, drafts: Drafts, generator: torch.Generator) -> torch.Tensor:
+DEFAULT_MAX_BATCH = 1024
+"""Requests per verifier call (``--max-batch``): the order of what an engine verifies in one
+step. Larger calls can exhaust a verifier that is correct at engine sizes (vllm-ascend's
+pure-PyTorch fallback builds tokens x requests masks); the audit calls more often instead."""
+
+
+def row_slices(batch: int, max_batch: int) -> list[slice]:
+    """Consecutive rows of at most ``max_batch`` (one slice for an empty batch)."""
+    if max_batch < 1:
+        raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+    return [
+        slice(start, min(start + max_batch, batch)) for start in range(0, batch, max_batch)
+    ] or [slice(0, 0)]
+
+
+def call_flashinfer(
+    fn: Verifier,
+    drafts: Drafts,
+    generator: torch.Generator,
+    max_batch: int = DEFAULT_MAX_BATCH,
+) -> torch.Tensor:
     """Call ``fn`` with FlashInfer's chain_speculative_sampling signature, once per draft
-    length (its layout is dense), and check its counters."""
+    length (its layout is dense) and per ``max_batch`` rows, and check its counters."""
     batch, gamma = drafts.tokens.shape
     padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
     for length in torch.unique(drafts.lengths).tolist():
-        rows = torch.nonzero(drafts.lengths == length).squeeze(1)
-        accepted = torch.zeros(len(rows), dtype=torch.int32)
-        emitted = torch.zeros(len(rows), dtype=torch.int32)
-        kwargs: dict[str, Any] = {"deterministic": True}
-        if accepts_generator(fn):
-            kwargs["generator"] = generator
-        else:
-            seed_torch(generator)
-        result = fn(
-            drafts.draft_probs[rows, :length].contiguous(),
-            drafts.tokens[rows, :length].to(torch.int32).contiguous(),
-            drafts.target_probs[rows, : length + 1].contiguous(),
-            accepted,
-            emitted,
-            **kwargs,
-        )
-        out = result[0] if isinstance(result, tuple | list) else result
-        out = torch.as_tensor(out).to(torch.int64)
-        if out.shape != (len(rows), length + 1):
-            raise VerifierError(
-                f"output_token_ids has shape {tuple(out.shape)}, expected {(len(rows), length + 1)}"
-            )
-        if isinstance(result, tuple | list) and len(result) >= 3:
-            reported = torch.as_tensor(result[2]).to(torch.int64)
-            wrong = torch.nonzero(reported != emitted_lengths(out) - 1)
-            if len(wrong):
-                raise VerifierError(
-                    "emitted_num differs from the drafts kept in output_token_ids",
-                    int(rows[int(wrong[0, 0])]),
-                )
-        padded[rows, : length + 1] = out
+        same_length = torch.nonzero(drafts.lengths == length).squeeze(1)
+        for part in row_slices(len(same_length), max_batch):
+            _call_flashinfer_rows(fn, drafts, generator, same_length[part], length, padded)
     return padded
+
+
+def _call_flashinfer_rows(
+    fn: Verifier,
+    drafts: Drafts,
+    generator: torch.Generator,
+    rows: torch.Tensor,
+    length: int,
+    padded: torch.Tensor,
+) -> None:
+    """One call on ``rows`` (all of draft length ``length``), written into ``padded``."""
+    accepted = torch.zeros(len(rows), dtype=torch.int32)
+    emitted = torch.zeros(len(rows), dtype=torch.int32)
+    kwargs: dict[str, Any] = {"deterministic": True}
+    if accepts_generator(fn):
+        kwargs["generator"] = generator
+    else:
+        seed_torch(generator)
+    result = fn(
+        drafts.draft_probs[rows, :length].contiguous(),
+        drafts.tokens[rows, :length].to(torch.int32).contiguous(),
+        drafts.target_probs[rows, : length + 1].contiguous(),
+        accepted,
+        emitted,
+        **kwargs,
+    )
+    out = result[0] if isinstance(result, tuple | list) else result
+    out = torch.as_tensor(out).to(torch.int64)
+    if out.shape != (len(rows), length + 1):
+        raise VerifierError(
+            f"output_token_ids has shape {tuple(out.shape)}, expected {(len(rows), length + 1)}"
+        )
+    if isinstance(result, tuple | list) and len(result) >= 3:
+        reported = torch.as_tensor(result[2]).to(torch.int64)
+        wrong = torch.nonzero(reported != emitted_lengths(out) - 1)
+        if len(wrong):
+            raise VerifierError(
+                "emitted_num differs from the drafts kept in output_token_ids",
+                int(rows[int(wrong[0, 0])]),
+            )
+    padded[rows, : length + 1] = out
 
 
 def bonus_tokens(problem: TableProblem, drafts: Drafts, generator: torch.Generator) -> torch.Tensor:
@@ -100,16 +140,60 @@ def vllm_call(
     *,
     logits: bool = False,
     marker: float = GREEDY_TEMPERATURE,
+    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> Callable[..., torch.Tensor]:
     """vLLM's rejection_sample inputs for these drafts (ragged, flattened rows), built once;
     the returned call can be repeated on identical inputs (fresh per-request generators with
     the same seeds each time, or ``seeds`` instead). ``logits``: target rows as raw logits
     (current vLLM hands its sampler raw logits and the request's parameters) instead of
-    processed probabilities."""
+    processed probabilities. The call reaches ``fn`` once per ``max_batch`` requests."""
+    batch, gamma = drafts.tokens.shape
+    bonus = bonus_tokens(problem, drafts, generator).to(torch.int32).unsqueeze(1)
+    parts = [
+        (rows, _vllm_args(drafts.select(rows), bonus[rows], problem, logits))
+        for rows in row_slices(batch, max_batch)
+    ]
+
+    def call(fn: Verifier, seeds: torch.Tensor | None = None) -> torch.Tensor:
+        seed_torch(generator)
+        own = drafts if seeds is None else replace(drafts, seeds=seeds)
+        padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
+        for rows, args in parts:
+            part = own.select(rows)
+            size = len(part.lengths)
+            metadata = vllm_metadata(
+                size,
+                part.greedy,
+                marker=marker,
+                params=part.params(problem),
+                generators=part.generators(),
+                vocab=problem.vocab,
+            )
+            out = torch.as_tensor(fn(*args, metadata)).to(torch.int64)
+            if out.dim() != 2 or out.shape[0] != size:
+                raise VerifierError(
+                    f"output has shape {tuple(out.shape)}, expected [{size}, n + 1]"
+                )
+            width = min(out.shape[1], gamma + 1)
+            padded[rows, :width] = out[:, :width]
+            if out.shape[1] > gamma + 1:
+                extra = torch.nonzero((out[:, gamma + 1 :] != PLACEHOLDER).any(1))
+                if len(extra):
+                    raise VerifierError(
+                        "a row emitted more than its drafts plus one", rows.start + int(extra[0, 0])
+                    )
+        return padded
+
+    return call
+
+
+def _vllm_args(
+    drafts: Drafts, bonus: torch.Tensor, problem: TableProblem, logits: bool
+) -> tuple[Any, ...]:
+    """The arguments of one rejection_sample call on ``drafts`` (metadata aside)."""
     batch, gamma = drafts.tokens.shape
     lengths = drafts.lengths
     keep = torch.arange(gamma).unsqueeze(0) < lengths.unsqueeze(1)  # [B, gamma]
-    bonus = bonus_tokens(problem, drafts, generator).to(torch.int32).unsqueeze(1)
     num_draft = lengths.tolist()
     params = drafts.params(problem)
     target = drafts.target_probs[:, :gamma][keep].contiguous()
@@ -119,7 +203,7 @@ def vllm_call(
         temperature = torch.where(drafts.greedy, 0.0, temperature)[row_of]
         dropped = torch.tensor([p.dropped_mass() for p in params], dtype=torch.float64)
         target = raw_logits(target, temperature, torch.where(drafts.greedy, 0.0, dropped)[row_of])
-    args = (
+    return (
         drafts.tokens[keep].to(torch.int32).contiguous(),
         num_draft,
         max(num_draft) if num_draft else 0,
@@ -128,31 +212,6 @@ def vllm_call(
         target,
         bonus.contiguous(),
     )
-
-    def call(fn: Verifier, seeds: torch.Tensor | None = None) -> torch.Tensor:
-        seed_torch(generator)
-        own = drafts if seeds is None else replace(drafts, seeds=seeds)
-        metadata = vllm_metadata(
-            batch,
-            drafts.greedy,
-            marker=marker,
-            params=params,
-            generators=own.generators(),
-            vocab=problem.vocab,
-        )
-        out = torch.as_tensor(fn(*args, metadata)).to(torch.int64)
-        if out.dim() != 2 or out.shape[0] != batch:
-            raise VerifierError(f"output has shape {tuple(out.shape)}, expected [{batch}, n + 1]")
-        padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
-        width = min(out.shape[1], gamma + 1)
-        padded[:, :width] = out[:, :width]
-        if out.shape[1] > gamma + 1:
-            extra = torch.nonzero((out[:, gamma + 1 :] != PLACEHOLDER).any(1))
-            if len(extra):
-                raise VerifierError("a row emitted more than its drafts plus one", int(extra[0, 0]))
-        return padded
-
-    return call
 
 
 def call_vllm(
@@ -163,9 +222,13 @@ def call_vllm(
     *,
     logits: bool = False,
     marker: float = GREEDY_TEMPERATURE,
+    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> torch.Tensor:
-    """Call ``fn`` once with vLLM's rejection_sample signature (see :func:`vllm_call`)."""
-    return vllm_call(drafts, problem, generator, logits=logits, marker=marker)(fn)
+    """Call ``fn`` with vLLM's rejection_sample signature, once per ``max_batch`` requests (see
+    :func:`vllm_call`)."""
+    return vllm_call(drafts, problem, generator, logits=logits, marker=marker, max_batch=max_batch)(
+        fn
+    )
 
 
 HF_TEMPERATURE = 0.5

@@ -22,6 +22,7 @@ ORDER = [
     "adversarial",
     "cases",
     "report",
+    "nonfinite",
     "calls",
     "drafters",
     "run",
