@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from specproof.reference.filters import FilterOrder
+
 from . import examples
 from .harness import Signature
 
@@ -34,6 +36,8 @@ class BugClass:
     case: str
     check: str
     drafter: bool = False
+    filter_order: FilterOrder | None = None
+    """The engine's filter order, when the command must name it (``--filter-order``)."""
 
 
 def _vllm_model(bug: str) -> Callable[..., torch.Tensor]:
@@ -93,6 +97,8 @@ relaxed_from_3_drafts = _vllm_model("relaxed-from-3-drafts")
 always_greedy = _vllm_model("always-greedy")
 params_at_bonus_only = _vllm_logits_model("params-at-bonus-only")
 top_p_all_or_nothing = _vllm_logits_model("top-p-all-or-nothing")
+min_p_skipped = _vllm_logits_model("min-p-skipped")
+sequential_filters = examples.rejection_sample_logits
 shared_coin = _flashinfer_model("shared-coin")
 position_zero_rows = _flashinfer_model("position-zero-rows")
 residual_from_p = examples.biased_chain_speculative_sampling
@@ -127,6 +133,30 @@ CLASSES: tuple[BugClass, ...] = (
         "top_p_all_or_nothing",
         "vllm-logits",
         "requests",
+        "support",
+    ),
+    BugClass(
+        "top-k and top-p combined in another order than the engine samples",
+        "sgl-project/sglang PR 36173 (closed unmerged; the review of PR 37667 finds it still "
+        "present)",
+        "speculative verification applies top-k, renormalises, then top-p, while the engine's "
+        "regular sampler cuts both on the full law: where both bind, the verified law is not "
+        "the law sampled without speculation (audited with the engine's order, "
+        "--filter-order joint)",
+        "sequential_filters",
+        "vllm-logits",
+        "filters-order",
+        "round",
+        filter_order="joint",
+    ),
+    BugClass(
+        "min-p skipped at verified positions",
+        "vllm-project/vllm issue 42744 (min-p and logit bias; logit bias is not modelled here)",
+        "raw target logits: min-p applied by the sampler to the bonus token but never at the "
+        "verified positions",
+        "min_p_skipped",
+        "vllm-logits",
+        "filters-min-p",
         "support",
     ),
     BugClass(
@@ -245,6 +275,7 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     from .calls import audit_calls
     from .cases import calls_problem, verifier_problems
     from .drafters import fidelity_rows
+    from .filters import DEFAULT_ORDER
     from .hunt import hunt_case, hunt_cases
     from .run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, audit_verifier
 
@@ -261,7 +292,9 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     if bug.case.startswith("fidelity"):
         temperature = float(bug.case.removeprefix("fidelity-T"))
         return fidelity_rows(model, alpha=alpha, beta=beta, seed=seed, temperatures=(temperature,))
-    problem = next(p for p in verifier_problems(seed) if p.name == bug.case)
+    order = bug.filter_order or DEFAULT_ORDER[bug.signature]
+    problems = verifier_problems(seed, filter_order=order)
+    problem = next(p for p in problems if p.name == bug.case)
     fn, drafter = (examples.rejection_sample, model) if bug.drafter else (model, None)
     report = audit_verifier(
         fn,
@@ -285,7 +318,8 @@ def command(bug: BugClass) -> str:
             f"specproof audit specproof.audit.examples:rejection_sample --signature vllm "
             f"--drafter {path}"
         )
-    return f"specproof audit {path} --signature {bug.signature}"
+    order = f" --filter-order {bug.filter_order}" if bug.filter_order else ""
+    return f"specproof audit {path} --signature {bug.signature}{order}"
 
 
 def markdown() -> str:
@@ -298,7 +332,8 @@ def markdown() -> str:
         record = bug.record or "(class only; no public number confirmed)"
         lines.append(
             f"| {bug.name} | {record} | {bug.trigger} | `{bug.case}/{bug.check}` | "
-            f"`{bug.model}` (`--signature {bug.signature}`{', drafter' if bug.drafter else ''}) "
+            f"`{bug.model}` (`--signature {bug.signature}`{', drafter' if bug.drafter else ''}"
+            f"{f', `--filter-order {bug.filter_order}`' if bug.filter_order else ''}) "
             f"| {test} |"
         )
     return "\n".join(lines)
