@@ -21,6 +21,7 @@ import torch
 from specproof.reference.filters import FilterOrder
 
 from . import examples
+from .engine import sequence_examples
 from .harness import Signature
 
 
@@ -38,6 +39,8 @@ class BugClass:
     drafter: bool = False
     filter_order: FilterOrder | None = None
     """The engine's filter order, when the command must name it (``--filter-order``)."""
+    engine: bool = False
+    """A whole-engine class: the model is an Engine factory for ``specproof audit-engine``."""
 
 
 def _vllm_model(bug: str) -> Callable[..., torch.Tensor]:
@@ -104,6 +107,7 @@ position_zero_rows = _flashinfer_model("position-zero-rows")
 residual_from_p = examples.biased_chain_speculative_sampling
 bonus_from_last_draft_row = _flashinfer_model("bonus-from-last-draft-row")
 greedy_draft_softmax = examples.greedy_draft
+sequence_drift = sequence_examples.drift_mutant
 
 CLASSES: tuple[BugClass, ...] = (
     BugClass(
@@ -266,6 +270,19 @@ CLASSES: tuple[BugClass, ...] = (
         "tokens",
         drafter=True,
     ),
+    BugClass(
+        "generations that end early, a little at every position",
+        "DSpark deployment report (median reasoning length 28k tokens with speculation, 57k or "
+        "more without)",
+        "an engine whose speculative path puts 1.5 % more mass on EOS at every position (TV "
+        "0.015 per position, below the per-position rows' delta): the median stopping time "
+        "falls from 28 to 17 tokens",
+        "sequence_drift",
+        "vllm",
+        "sequence (64 tokens)",
+        "stop",
+        engine=True,
+    ),
 )
 
 
@@ -281,6 +298,21 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
 
     model = globals()[bug.model]
     alpha, beta = DEFAULT_ALPHA, DEFAULT_BETA
+    if bug.engine:
+        from .engine.audit import DEFAULT_DELTA as ENGINE_DELTA
+        from .engine.sequence import SEQUENCE_TOKENS, timed_sequence_rows
+        from .run import DEFAULT_TOLERANCE
+
+        rows, _ = timed_sequence_rows(
+            model(),
+            SEQUENCE_TOKENS,
+            alpha=alpha,
+            beta=beta,
+            delta=ENGINE_DELTA,
+            tolerance=DEFAULT_TOLERANCE * SEQUENCE_TOKENS,
+            seed=seed,
+        )
+        return rows
     if bug.check == "hunt":
         case = next(c for c in hunt_cases() if c.name == bug.case)
         return [hunt_case(model, bug.signature, case, 1 << 20, seed=seed, batch=1 << 16)]
@@ -313,6 +345,8 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
 def command(bug: BugClass) -> str:
     """The default command that kills the model."""
     path = f"specproof.audit.bugclasses:{bug.model}"
+    if bug.engine:
+        return f"specproof audit-engine --engine {path} --sequence 64"
     if bug.drafter:
         return (
             f"specproof audit specproof.audit.examples:rejection_sample --signature vllm "
@@ -320,6 +354,15 @@ def command(bug: BugClass) -> str:
         )
     order = f" --filter-order {bug.filter_order}" if bug.filter_order else ""
     return f"specproof audit {path} --signature {bug.signature}{order}"
+
+
+def how(bug: BugClass) -> str:
+    """The options the model is audited with, for the table."""
+    if bug.engine:
+        return "`specproof audit-engine --engine`, `--sequence 64`"
+    drafter = ", drafter" if bug.drafter else ""
+    order = f", `--filter-order {bug.filter_order}`" if bug.filter_order else ""
+    return f"`--signature {bug.signature}`{drafter}{order}"
 
 
 def markdown() -> str:
@@ -332,8 +375,7 @@ def markdown() -> str:
         record = bug.record or "(class only; no public number confirmed)"
         lines.append(
             f"| {bug.name} | {record} | {bug.trigger} | `{bug.case}/{bug.check}` | "
-            f"`{bug.model}` (`--signature {bug.signature}`{', drafter' if bug.drafter else ''}"
-            f"{f', `--filter-order {bug.filter_order}`' if bug.filter_order else ''}) "
+            f"`{bug.model}` ({how(bug)}) "
             f"| {test} |"
         )
     return "\n".join(lines)
