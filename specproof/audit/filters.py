@@ -36,7 +36,6 @@ import torch
 from specproof.reference.filters import FILTER_ORDERS, FilterOrder, filtered, ranked
 
 from .harness import (
-    GREEDY_TEMPERATURE,
     DraftFn,
     RoundFn,
     Signature,
@@ -48,7 +47,7 @@ from .harness import (
     draft_rounds,
     verifier_round,
 )
-from .requests import RequestParams
+from .requests import GREEDY_TEMPERATURE, RequestParams
 
 MARGIN = 0.005
 """Smallest distance of every filter decision from its threshold (float32 rounding is ~1e-7)."""
