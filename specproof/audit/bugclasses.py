@@ -303,15 +303,20 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
         from .engine.sequence import SEQUENCE_TOKENS, timed_sequence_rows
         from .run import DEFAULT_TOLERANCE
 
-        rows, _ = timed_sequence_rows(
-            model(),
-            SEQUENCE_TOKENS,
-            alpha=alpha,
-            beta=beta,
-            delta=ENGINE_DELTA,
-            tolerance=DEFAULT_TOLERANCE * SEQUENCE_TOKENS,
-            seed=seed,
-        )
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # as the command does: tiny tensors, many calls
+        try:
+            rows, _ = timed_sequence_rows(
+                model(),
+                SEQUENCE_TOKENS,
+                alpha=alpha,
+                beta=beta,
+                delta=ENGINE_DELTA,
+                tolerance=DEFAULT_TOLERANCE * SEQUENCE_TOKENS,
+                seed=seed,
+            )
+        finally:
+            torch.set_num_threads(threads)
         return rows
     if bug.check == "hunt":
         case = next(c for c in hunt_cases() if c.name == bug.case)
