@@ -22,7 +22,7 @@ from specproof.reference.filters import FilterOrder
 
 from . import examples
 from .engine import sequence_examples
-from .harness import Signature
+from .signatures import Signature
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,8 @@ params_at_bonus_only = _vllm_logits_model("params-at-bonus-only")
 top_p_all_or_nothing = _vllm_logits_model("top-p-all-or-nothing")
 min_p_skipped = _vllm_logits_model("min-p-skipped")
 sequential_filters = examples.rejection_sample_logits
+nan_target_emits_vocab_size = _vllm_model("nan-target-emits-vocab-size")
+nan_draft_recovers_rejected = _vllm_model("nan-draft-recovers-rejected")
 shared_coin = _flashinfer_model("shared-coin")
 position_zero_rows = _flashinfer_model("position-zero-rows")
 residual_from_p = examples.biased_chain_speculative_sampling
@@ -251,6 +253,26 @@ CLASSES: tuple[BugClass, ...] = (
         "round",
     ),
     BugClass(
+        "all-NaN target row: id == vocab_size",
+        "vllm-project/vllm issue 53029",
+        "an all-NaN target row at a rejected position: the search for the recovered token finds "
+        "no maximum and returns its initial index, vocab_size (robustness row, not a law row)",
+        "nan_target_emits_vocab_size",
+        "vllm",
+        "nonfinite",
+        "target-all-nan",
+    ),
+    BugClass(
+        "all-NaN draft row: the rejected draft recovered",
+        "vllm-project/vllm PR 41834 (a review comment)",
+        "an all-NaN draft row: the token recovered after the rejection is the draft just "
+        "rejected (robustness row, not a law row)",
+        "nan_draft_recovers_rejected",
+        "vllm",
+        "nonfinite",
+        "draft-all-nan",
+    ),
+    BugClass(
         "drafts from bf16 logits, q in float32",
         "deepseek-ai/DeepSpec issue 31 (Jun 2026)",
         "tokens drawn from softmax(bf16 logits / T) in bf16 while q is the float32 softmax",
@@ -294,6 +316,7 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     from .drafters import fidelity_rows
     from .filters import DEFAULT_ORDER
     from .hunt import hunt_case, hunt_cases
+    from .nonfinite import nonfinite_rows
     from .run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, audit_verifier
 
     model = globals()[bug.model]
@@ -321,6 +344,8 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     if bug.check == "hunt":
         case = next(c for c in hunt_cases() if c.name == bug.case)
         return [hunt_case(model, bug.signature, case, 1 << 20, seed=seed, batch=1 << 16)]
+    if bug.case == "nonfinite":
+        return nonfinite_rows(model, bug.signature, seed)
     if bug.case == "calls":
         problem = calls_problem(bug.signature, seed)
         return audit_calls(

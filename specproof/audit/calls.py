@@ -24,21 +24,22 @@ from typing import Any
 import numpy as np
 import torch
 
-from .harness import (
-    Drafts,
+from .drafting import Drafts, draft_rounds
+from .errors import VerifierError, out_of_memory
+from .problems import TableProblem
+from .report import CaseResult, exact_row, limit_row
+from .requests import GREEDY_TEMPERATURE
+from .signatures import (
+    DEFAULT_MAX_BATCH,
     Signature,
-    TableProblem,
     Verifier,
-    VerifierError,
-    _accepts_generator,
-    _seed_torch,
+    accepts_generator,
     call_hf,
-    check_structure,
-    draft_rounds,
+    row_slices,
+    seed_torch,
     vllm_call,
 )
-from .report import CaseResult, exact_row
-from .requests import GREEDY_TEMPERATURE
+from .structure import check_structure
 
 CASE = "calls"
 
@@ -81,29 +82,37 @@ def collision_probability(drafts: Drafts, bonus_given: bool) -> np.ndarray:
 
 
 def _flashinfer_call(
-    fn: Verifier, drafts: Drafts, stream: torch.Generator, seed: int | None
+    fn: Verifier, drafts: Drafts, stream: torch.Generator, seed: int | None, max_batch: int
 ) -> torch.Tensor:
-    """One dense call (fixed draft length) with FlashInfer's signature; ``seed``: a fresh
-    ``generator=`` seeded so (the function must accept it), None: torch's global stream,
-    reseeded from the audit's stream."""
+    """Dense calls (fixed draft length) with FlashInfer's signature, one per ``max_batch``
+    rows; ``seed``: a fresh ``generator=`` per call, the first seeded ``seed`` and the others
+    from it (the function must accept it), None: torch's global stream, reseeded from the
+    audit's stream."""
     batch, gamma = drafts.tokens.shape
-    kwargs: dict[str, Any] = {"deterministic": True}
-    if seed is not None:
-        kwargs["generator"] = torch.Generator().manual_seed(seed)
-    else:
-        _seed_torch(stream)
-    result = fn(
-        drafts.draft_probs.contiguous(),
-        drafts.tokens.to(torch.int32).contiguous(),
-        drafts.target_probs.contiguous(),
-        torch.zeros(batch, dtype=torch.int32),
-        torch.zeros(batch, dtype=torch.int32),
-        **kwargs,
-    )
-    out = torch.as_tensor(result[0] if isinstance(result, tuple | list) else result)
-    if out.shape != (batch, gamma + 1):
-        raise VerifierError(f"output_token_ids has shape {tuple(out.shape)}")
-    return out.to(torch.int64)
+    out = torch.empty((batch, gamma + 1), dtype=torch.int64)
+    seeds = None if seed is None else torch.Generator().manual_seed(seed)
+    for index, rows in enumerate(row_slices(batch, max_batch)):
+        part = drafts.select(rows)
+        size = len(part.lengths)
+        kwargs: dict[str, Any] = {"deterministic": True}
+        if seed is not None and seeds is not None:
+            own = seed if index == 0 else int(torch.randint(0, 2**62, (1,), generator=seeds))
+            kwargs["generator"] = torch.Generator().manual_seed(own)
+        else:
+            seed_torch(stream)
+        result = fn(
+            part.draft_probs.contiguous(),
+            part.tokens.to(torch.int32).contiguous(),
+            part.target_probs.contiguous(),
+            torch.zeros(size, dtype=torch.int32),
+            torch.zeros(size, dtype=torch.int32),
+            **kwargs,
+        )
+        called = torch.as_tensor(result[0] if isinstance(result, tuple | list) else result)
+        if called.shape != (size, gamma + 1):
+            raise VerifierError(f"output_token_ids has shape {tuple(called.shape)}")
+        out[rows] = called.to(torch.int64)
+    return out
 
 
 def _rate_row(
@@ -158,8 +167,10 @@ def audit_calls(
     delta: float,
     seed: int,
     marker: float = GREEDY_TEMPERATURE,
+    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> list[CaseResult]:
-    """The ``repeat``, ``unseeded`` and ``seeds`` rows on ``problem`` (random rows only)."""
+    """The ``repeat``, ``unseeded`` and ``seeds`` rows on ``problem`` (random rows only), each
+    call of ``fn`` carrying at most ``max_batch`` requests."""
     if any(problem.greedy_modes):
         raise ValueError(f"{problem.name}: the calls rows use random rows only")
     stream = torch.Generator().manual_seed(seed + 1)
@@ -174,7 +185,9 @@ def audit_calls(
     try:
         if signature.startswith("vllm"):
             logits = signature == "vllm-logits"
-            call = vllm_call(drafts, problem, stream, logits=logits, marker=marker)
+            call = vllm_call(
+                drafts, problem, stream, logits=logits, marker=marker, max_batch=max_batch
+            )
             first, again = call(fn), call(fn)
             seeded = (drafts.seeds >= 0).numpy() if drafts.seeds is not None else None
             third = first
@@ -182,15 +195,15 @@ def audit_calls(
                 fresh = torch.randint(0, 2**62, drafts.seeds.shape, generator=stream)
                 third = call(fn, seeds=torch.where(drafts.seeds >= 0, fresh, drafts.seeds))
         elif signature == "flashinfer":
-            first = _flashinfer_call(fn, drafts, stream, None)
-            again = _flashinfer_call(fn, drafts, stream, None)
+            first = _flashinfer_call(fn, drafts, stream, None, max_batch)
+            again = _flashinfer_call(fn, drafts, stream, None, max_batch)
             seeded = None
             third = first
-            if _accepts_generator(fn):
+            if accepts_generator(fn):
                 s1, s2 = (int(v) for v in torch.randint(0, 2**62, (2,), generator=stream))
-                seeded_a = _flashinfer_call(fn, drafts, stream, s1)
-                seeded_b = _flashinfer_call(fn, drafts, stream, s1)
-                seeded_c = _flashinfer_call(fn, drafts, stream, s2)
+                seeded_a = _flashinfer_call(fn, drafts, stream, s1, max_batch)
+                seeded_b = _flashinfer_call(fn, drafts, stream, s1, max_batch)
+                seeded_c = _flashinfer_call(fn, drafts, stream, s2, max_batch)
         else:
             first = call_hf(fn, drafts, problem, stream)
             again = call_hf(fn, drafts, problem, stream)
@@ -201,6 +214,10 @@ def audit_calls(
     except VerifierError as error:
         detail = f"{CASE}/layout: {error.message}"
         return [exact_row(CASE, "layout", batch, "FAIL", detail)]
+    except Exception as error:
+        if out_of_memory(error):  # a limit of this run, never a pass nor a finding
+            return [limit_row(CASE, "runs", batch, min(batch, max_batch), error)]
+        raise
     collision = collision_probability(drafts, bonus_given=signature.startswith("vllm"))
     identical = (first == again).all(1).numpy()
     results: list[CaseResult] = []
@@ -219,7 +236,7 @@ def audit_calls(
                 "seeds", across[seeded], collision[seeded], alpha, beta, delta, "differently seeded"
             )
         )
-    elif signature == "flashinfer" and _accepts_generator(fn):
+    elif signature == "flashinfer" and accepts_generator(fn):
         differs = np.nonzero(~(seeded_a == seeded_b).all(1).numpy())[0]
         results.append(_repeat_row(differs, batch, "generator="))
         across = (seeded_a == seeded_c).all(1).numpy()

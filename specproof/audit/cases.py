@@ -19,7 +19,7 @@ from specproof.reference import (
 from specproof.stats import HashPartition
 
 from .filters import FilterOrder, FilterProblem, filter_problems
-from .harness import TableProblem
+from .problems import TableProblem
 from .requests import request_kinds
 
 LARGE_VOCAB = 50_257

@@ -15,7 +15,6 @@ from specproof.reference.filters import FILTER_ORDERS
 
 from .cases import LARGE_VOCAB, LONG_LARGE_VOCAB, verifier_problems
 from .filters import DEFAULT_ORDER
-from .harness import Signature
 from .hunt import DEFAULT_BUDGET
 from .report import AuditReport
 from .requests import GREEDY_TEMPERATURE, LEGACY_GREEDY_TEMPERATURE
@@ -29,6 +28,7 @@ from .run import (
     audit_verifier,
     progress_bar,
 )
+from .signatures import DEFAULT_MAX_BATCH, Signature
 
 SIGNATURES = ("flashinfer", "vllm", "vllm-logits", "hf")
 MARKERS = {"0": GREEDY_TEMPERATURE, "-1": LEGACY_GREEDY_TEMPERATURE}
@@ -230,6 +230,13 @@ def parser() -> argparse.ArgumentParser:
         default=DEFAULT_TIMEOUT,
         help=f"seconds one case may run before it fails as timed out (default {DEFAULT_TIMEOUT:g})",
     )
+    out.add_argument(
+        "--max-batch",
+        type=_positive(int, "--max-batch"),
+        default=DEFAULT_MAX_BATCH,
+        help="most requests in one call of the verifier; more rounds take more calls "
+        f"(default {DEFAULT_MAX_BATCH}, the order of an engine's batch)",
+    )
     out.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return out
 
@@ -271,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "bars": None if args.quiet else progress_bar(),
             "marker": MARKERS[args.greedy_marker],
+            "max_batch": args.max_batch,
         }
     try:
         report = audit(
@@ -292,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
                 timeout=args.timeout,
                 bars=None if args.quiet else progress_bar(),
                 budget=None if args.hunt else args.hunt_seconds,
+                max_batch=args.max_batch,
             )
             report.results += hunted.results
             report.notes += hunted.notes

@@ -2,6 +2,8 @@
 and a deliberately biased one of each (the residual drawn from p instead of norm(max(p - q, 0))).
 
 They are what ``specproof audit`` is shown on: it passes the correct ones and fails the biased.
+All of them refuse rows holding NaN or inf with a ``ValueError`` (no law is defined there), except
+the two bug models of :data:`NONFINITE_BUGS`.
 """
 
 from __future__ import annotations
@@ -42,6 +44,17 @@ def _uniforms(
     return u
 
 
+NONFINITE_BUGS = ("nan-target-emits-vocab-size", "nan-draft-recovers-rejected")
+"""Bug models that take non-finite rows instead of refusing them."""
+
+
+def _refuse_nonfinite(draft_probs: torch.Tensor, target_probs: torch.Tensor) -> None:
+    """No law is defined for a row holding NaN or inf: refuse it instead of guessing."""
+    for name, rows in (("draft", draft_probs), ("target", target_probs)):
+        if not bool(torch.isfinite(rows).all()):
+            raise ValueError(f"non-finite values (NaN or inf) in the {name} rows")
+
+
 def _verify_rows(
     draft_probs: torch.Tensor,
     draft_tokens: torch.Tensor,
@@ -60,6 +73,8 @@ def _verify_rows(
     classes of :mod:`specproof.audit.bugclasses`, or "residual-lagged-from-3" (a per-position
     indexing bug: the correction at output position >= 3 drawn from the residual of the
     position before's rows); None: correct."""
+    if bug not in NONFINITE_BUGS:
+        _refuse_nonfinite(draft_probs, target_probs)
     batch, gamma = draft_tokens.shape
     tokens = draft_tokens.to(torch.int64)
     if bug == "position-zero-rows":  # every position reads the rows of position 0
@@ -106,6 +121,12 @@ def _verify_rows(
             unseeded[list(generators)] = False
             unfilled = (residual / torch.zeros_like(residual)).argmax(-1)
             correction = torch.where(unseeded, unfilled, correction)
+        if bug == "nan-target-emits-vocab-size":  # vLLM issue 53029: an all-NaN target row
+            # has no maximum, and the search returns its initial index, vocab_size
+            correction = torch.where(p_stop.isnan().all(-1), p_stop.shape[-1], correction)
+        if bug == "nan-draft-recovers-rejected":  # vLLM PR 41834 (comment): an all-NaN draft
+            # row makes the recovered token the draft just rejected
+            correction = torch.where(q_stop.isnan().all(-1), tokens[rows, stop], correction)
         if greedy is not None:
             correction = torch.where(greedy, p_stop.argmax(-1), correction)
     else:

@@ -35,19 +35,12 @@ import torch
 
 from specproof.reference.filters import FILTER_ORDERS, FilterOrder, filtered, ranked
 
-from .harness import (
-    DraftFn,
-    RoundFn,
-    Signature,
-    TableProblem,
-    Verifier,
-    call_hf,
-    call_vllm,
-    check_structure,
-    draft_rounds,
-    verifier_round,
-)
+from .drafting import DraftFn, draft_rounds
+from .problems import TableProblem
 from .requests import GREEDY_TEMPERATURE, RequestParams
+from .rounds import RoundFn, verifier_round
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, call_hf, call_vllm
+from .structure import check_structure
 
 MARGIN = 0.005
 """Smallest distance of every filter decision from its threshold (float32 rounding is ~1e-7)."""
@@ -239,10 +232,11 @@ def filter_round(
     drafter: DraftFn | None = None,
     *,
     marker: float = GREEDY_TEMPERATURE,
+    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> RoundFn:
-    """:func:`specproof.audit.harness.verifier_round`, with binding cases' target rows sent raw
+    """:func:`specproof.audit.rounds.verifier_round`, with binding cases' target rows sent raw
     (``vllm-logits``: logits T log raw; ``hf``: the same logits and the filters as keywords)."""
-    plain = verifier_round(fn, signature, drafter, marker=marker)
+    plain = verifier_round(fn, signature, drafter, marker=marker, max_batch=max_batch)
 
     def run(problem: TableProblem, batch: int, generator: torch.Generator) -> Any:
         if not isinstance(problem, FilterProblem) or signature in ("vllm", "flashinfer"):
@@ -253,7 +247,7 @@ def filter_round(
         if signature == "vllm-logits":
             logits = (torch.log(raw.double()) * params.temperature).to(torch.float32)
             sent = replace(drafts, target_probs=logits)
-            out = call_vllm(fn, sent, problem, generator, marker=marker)
+            out = call_vllm(fn, sent, problem, generator, marker=marker, max_batch=max_batch)
         else:  # hf: call_hf sends T log(rows) at the request's temperature
             keywords = {name: getattr(params, name) for name in FILTER_KEYWORDS}
             bound: Callable[..., Any] = functools.partial(fn, **keywords)

@@ -20,18 +20,14 @@ from dataclasses import dataclass
 
 import torch
 
-from .harness import (
-    PLACEHOLDER,
-    Signature,
-    Verifier,
-    VerifierError,
-    _seed_torch,
-    vllm_metadata,
-)
-from .report import AuditReport, CaseResult, exact_row
-from .requests import MASKED_LOGIT
+from .errors import VerifierError, out_of_memory
+from .problems import PLACEHOLDER
+from .report import AuditReport, CaseResult, exact_row, limit_row
+from .requests import MASKED_LOGIT, vllm_metadata
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, seed_torch
 
 DEFAULT_BATCH = 1 << 18
+"""Rounds per call before the cap: calls carry min(this, ``max_batch``) requests."""
 CONFIDENCE = 0.95
 HUNT_GAMMA = 4
 """Drafts per hunted round: a rule switched on only from 3 drafts is inside the hunt."""
@@ -106,7 +102,7 @@ def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> C
         metadata = vllm_metadata(batch)
 
         def call_vllm(size: int, generator: torch.Generator) -> torch.Tensor:
-            _seed_torch(generator)
+            seed_torch(generator)
             return fn(flat_tokens, [gamma] * batch, gamma, cu, draft, target, bonus, metadata)
 
         return call_vllm
@@ -115,7 +111,7 @@ def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> C
         target3 = case.target.expand(batch, gamma + 1, vocab).contiguous()
 
         def call_flashinfer(size: int, generator: torch.Generator) -> torch.Tensor:
-            _seed_torch(generator)
+            seed_torch(generator)
             zeros = torch.zeros(batch, dtype=torch.int32)
             result = fn(draft3, tokens.to(torch.int32), target3, zeros, zeros.clone())
             return result[0] if isinstance(result, tuple | list) else result
@@ -126,7 +122,7 @@ def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> C
     target_logits = (torch.log(case.target.double()) * scale).float().unsqueeze(0)
 
     def call_hf(size: int, generator: torch.Generator) -> torch.Tensor:
-        _seed_torch(generator)
+        seed_torch(generator)
         out = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
         for row in range(batch):
             result = fn(case.tokens.unsqueeze(0), draft_logits, target_logits, scale)
@@ -149,12 +145,14 @@ def hunt_case(
     timeout: float = 600.0,
     progress: Callable[[int, int], None] | None = None,
     budget: float | None = None,
+    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> CaseResult:
     """Run ``rounds`` rounds of one hunt case, or (``budget``) as many as fit in that many
-    seconds, up to ``rounds``; exact verdict (alpha = 0)."""
+    seconds, up to ``rounds``; exact verdict (alpha = 0). Each call carries at most
+    ``max_batch`` requests: the hunt keeps its rounds by calling more often."""
     if batch is None:
         batch = 64 if signature == "hf" else DEFAULT_BATCH
-    batch = max(1, min(batch, rounds))
+    batch = max(1, min(batch, rounds, max_batch))
     call = _caller(fn, signature, case, batch)
     generator = torch.Generator().manual_seed(seed)
     gamma = case.draft.shape[0]
@@ -169,6 +167,8 @@ def hunt_case(
         except VerifierError as error:
             return exact_row(case.name, "hunt", done, "FAIL", str(error))
         except Exception as error:
+            if out_of_memory(error):  # a limit of this run, never a pass nor a finding
+                return limit_row(case.name, "hunt", done, batch, error)
             detail = f"{case.name}/hunt: {type(error).__name__}: {error}"
             return exact_row(case.name, "hunt", done, "FAIL", detail)
         padded = torch.full((out.shape[0], gamma + 1), PLACEHOLDER, dtype=torch.int64)
@@ -223,6 +223,7 @@ def hunt_verifier(
     timeout: float = 600.0,
     bars: Callable[[str], Callable[[int, int], None]] | None = None,
     budget: float | None = None,
+    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> AuditReport:
     """Every hunt case for ``rounds`` rounds, or for ``budget`` seconds each (at most
     ``rounds``)."""
@@ -240,6 +241,7 @@ def hunt_verifier(
                 timeout=timeout,
                 progress=bars(case.name) if bars else None,
                 budget=budget,
+                max_batch=max_batch,
             )
         )
     report.seconds = time.perf_counter() - start

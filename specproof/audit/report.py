@@ -70,6 +70,25 @@ def exact_row(
     )
 
 
+LIMIT = "LIMIT"
+"""Verdict of a row the run could not complete for a limit of its own (never a pass)."""
+
+
+def limit_row(
+    case: str, check: str, n: int | None, requests: int, error: BaseException
+) -> CaseResult:
+    """A row stopped because the verifier ran out of memory on a call of ``requests`` requests:
+    a limit of this run, not a finding about the verifier, and never a pass."""
+    message = str(error).splitlines()[0] if str(error) else ""
+    summary = f"out of memory on a call of {requests} requests ({type(error).__name__})"
+    detail = (
+        f"{case}/{check}: harness-side limit, not a verdict on the verifier: it raised "
+        f"{type(error).__name__}: {message[:160]} on a call of {requests} requests; rerun with "
+        f"a smaller --max-batch (requests per call) or with more memory"
+    )
+    return exact_row(case, check, n, LIMIT, summary, detail)
+
+
 @dataclass
 class AuditReport:
     subject: str
@@ -77,23 +96,34 @@ class AuditReport:
     results: list[CaseResult] = field(default_factory=list)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    robustness: list[CaseResult] = field(default_factory=list)
+    """Rows on input no law is defined for (non-finite rows): never a losslessness verdict."""
 
     @property
     def passed(self) -> bool:
-        return bool(self.results) and all(r.passed for r in self.results)
+        rows = [*self.results, *self.robustness]
+        return bool(self.results) and all(r.passed for r in rows)
 
     def table(self) -> str:
         header = ("case", "check", "n", "result", "verdict")
         rows = [
             (r.case, r.check, "exact" if r.n is None else str(r.n), r.result(), r.verdict)
-            for r in self.results
+            for r in [*self.results, *self.robustness]
         ]
         widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-        lines += [
+        cells = [
             "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
         ]
-        notes = [f"  {r.detail}" for r in self.results if not r.passed and r.detail]
+        lines += cells[: len(self.results)]
+        if self.robustness:
+            lines.append(
+                "robustness (non-finite input; not a losslessness verdict: a verifier passes "
+                "by refusing the call or by emitting valid ids):"
+            )
+            lines += cells[len(self.results) :]
+        rows_of_note = [*self.results, *self.robustness]
+        notes = [f"  {r.detail}" for r in rows_of_note if not r.passed and r.detail]
         footer = list(self.notes)
         statistical = [r for r in self.results if not r.exact and r.beta is not None]
         settings = sorted({(r.alpha, r.beta or 0.0, r.delta or 0.0) for r in statistical})
@@ -105,7 +135,17 @@ class AuditReport:
             )
         if any(r.exact for r in self.results):
             footer.append("exact rows: no false-fail risk (alpha = 0)")
+        limits = [r for r in rows_of_note if r.verdict == LIMIT]
+        if limits:
+            footer.append(
+                f"{len(limits)} row(s) stopped at a harness-side limit (out of memory): not "
+                "verdicts on the subject, and not passes; rerun with a smaller --max-batch"
+            )
         verdict = "PASS" if self.passed else "FAIL"
+        if self.robustness:
+            law = "pass" if self.results and all(r.passed for r in self.results) else "FAIL"
+            sound = "pass" if all(r.passed for r in self.robustness) else "FAIL"
+            verdict += f" (law rows: {law}; robustness rows: {sound})"
         footer.append(f"{self.kind} {self.subject}: {verdict} ({self.seconds:.1f} s)")
         return "\n".join(lines + notes + footer)
 
@@ -117,6 +157,7 @@ class AuditReport:
             "seconds": self.seconds,
             "notes": self.notes,
             "results": [{**asdict(r), "passed": r.passed} for r in self.results],
+            "robustness": [{**asdict(r), "passed": r.passed} for r in self.robustness],
         }
 
 

@@ -25,24 +25,23 @@ from specproof.reference import (
 from specproof.stats import HashPartition, goodness_of_fit, required_samples
 
 from .cases import applies, calls_problem, scheduler_cases, verifier_problems
+from .drafting import DraftFn
+from .errors import CaseTimeout, VerifierError, out_of_memory
 from .filters import DEFAULT_ORDER, FilterOrder, FilterProblem, filter_round, reaches
-from .harness import (
-    CaseTimeout,
-    DraftFn,
+from .laws import Law, exact_round_law, length_law, lengths_of, position_law, tokens_law
+from .nonfinite import nonfinite_rows
+from .problems import TableProblem
+from .report import AuditReport, CaseResult, exact_row, limit_row
+from .requests import GREEDY_TEMPERATURE
+from .rounds import (
     RoundFn,
     Sampled,
-    Signature,
-    TableProblem,
-    Verifier,
-    VerifierError,
     first_round_of,
     observed_classes,
     round_counts,
     sample_rounds,
 )
-from .laws import Law, exact_round_law, length_law, lengths_of, position_law, tokens_law
-from .report import AuditReport, CaseResult, exact_row
-from .requests import GREEDY_TEMPERATURE
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier
 
 DEFAULT_ALPHA = 1e-6
 DEFAULT_BETA = 1e-4
@@ -131,12 +130,15 @@ def audit_problem(
     progress: Callable[[int, int], None] | None = None,
     lossless_only: bool = False,
     rounds: int | None = None,
+    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> list[CaseResult]:
     """The rows of one case: layout (exact), support (exact), round, tokens and length.
 
     ``lossless_only`` keeps only the target-law row "tokens" (for drafters, whose reported q
     legitimately changes the round law). ``rounds`` overrides the n the rows need (more rounds
-    keep every row's alpha; the stated power needs at least the default n)."""
+    keep every row's alpha; the stated power needs at least the default n). ``max_batch``
+    (the requests per call ``round_fn`` makes) names the limit when the verifier runs out of
+    memory."""
     exact_law = exact_round_law(problem) if round_law is None else round_law
     lengths = length_law(exact_law)
     completed = tokens_law(problem)
@@ -179,6 +181,8 @@ def audit_problem(
         detail = f"{problem.name}: timed out after {timeout:g} s ({error})"
         return [exact_row(problem.name, "timeout", n, "FAIL", detail)]
     except Exception as error:  # a crash is a failed case, reported with its message
+        if out_of_memory(error):  # a limit of this run, never a pass nor a finding
+            return [limit_row(problem.name, "runs", n, min(n, max_batch), error)]
         detail = f"{problem.name}: {type(error).__name__}: {error}"
         return [exact_row(problem.name, "runs", n, "FAIL", detail)]
     rows = [exact_row(problem.name, "layout", n, "pass", "every row well formed")]
@@ -248,15 +252,20 @@ def audit_verifier(
     fail_fast: bool = False,
     marker: float = GREEDY_TEMPERATURE,
     calls: bool = True,
+    robustness: bool = True,
+    max_batch: int = DEFAULT_MAX_BATCH,
     filter_order: FilterOrder | None = None,
 ) -> AuditReport:
     """Sample ``fn`` on every problem its signature can express; every statistical row has
     false-fail rate <= alpha and power >= 1 - beta against TV >= delta in the law it tests.
     ``fail_fast`` stops after the first case with a failed row; ``marker`` is the temperature
     marking greedy rows in vLLM's metadata; ``calls`` adds the repeated-call rows
-    (:mod:`specproof.audit.calls`); ``filter_order`` is the order in which the engine combines
-    top-k and top-p (default: that of the signature's engine, :data:`.filters.DEFAULT_ORDER`),
-    used when ``problems`` is not given."""
+    (:mod:`specproof.audit.calls`); ``robustness`` the non-finite rows, kept apart in
+    ``report.robustness`` (:mod:`specproof.audit.nonfinite`; not for drafter audits);
+    ``max_batch``: the most requests one verifier call carries (more calls, same rounds);
+    ``filter_order`` is the order in which the engine combines top-k and top-p (default: that
+    of the signature's engine, :data:`.filters.DEFAULT_ORDER`), used when ``problems`` is not
+    given."""
     start = time.perf_counter()
     kind = f"{signature} verifier" if drafter is None else f"drafter (verified by {signature})"
     report = AuditReport(subject or _name(drafter or fn), kind)
@@ -274,7 +283,7 @@ def audit_verifier(
             progress(f"{problem.name}: {problem.description}")
         report.results += audit_problem(
             problem,
-            filter_round(fn, signature, drafter, marker=marker),
+            filter_round(fn, signature, drafter, marker=marker, max_batch=max_batch),
             alpha=alpha,
             beta=beta,
             delta=delta,
@@ -283,6 +292,7 @@ def audit_verifier(
             timeout=timeout,
             progress=bars(problem.name) if bars else None,
             lossless_only=drafter is not None,
+            max_batch=max_batch,
         )
         if fail_fast and not report.passed:
             break
@@ -312,7 +322,12 @@ def audit_verifier(
             delta=delta,
             seed=seed,
             marker=marker,
+            max_batch=max_batch,
         )
+    if robustness and drafter is None and not (fail_fast and not report.passed):
+        if progress:
+            progress("nonfinite: NaN and inf rows (robustness, not a losslessness verdict)")
+        report.robustness += nonfinite_rows(fn, signature, seed)
     report.seconds = time.perf_counter() - start
     return report
 

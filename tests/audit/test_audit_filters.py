@@ -25,9 +25,9 @@ from specproof.audit.filters import (
     order_tv,
     variant_tv,
 )
-from specproof.audit.harness import Signature
 from specproof.audit.report import AuditReport
 from specproof.audit.requests import apply_request, vllm_metadata
+from specproof.audit.signatures import Signature
 
 DELTA = 0.2
 SEQUENTIAL = {p.name: p for p in filter_problems(0, "sequential")}

@@ -41,5 +41,7 @@ def test_an_equivalent_mutant_has_exact_tv_zero_and_passes() -> None:
     for problem in SMALL:
         round_tv, tokens_tv = mutant_laws(mutant, problem)
         assert round_tv == 0 and tokens_tv < 1e-12, problem.name
+    # Equivalent in law: its law rows pass. (Its non-finite robustness rows are another
+    # question: on a +inf draft entry it emits the rejected draft.)
     report = audit_verifier(make_verifier(mutant.bug), "vllm", problems=SMALL[:4], delta=0.2)
-    assert report.passed, report.table()
+    assert all(r.passed for r in report.results), report.table()
