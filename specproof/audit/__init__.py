@@ -16,10 +16,11 @@ Modules, in reading order; each imports only modules before it (``tests/audit/te
 ``requests`` (engine sampling parameters), ``errors``, ``problems`` (table problems, exact laws
 in float64), ``drafting``, ``structure`` (exact layout checks), ``signatures`` (calls with each
 engine's signature), ``rounds`` (sampling rounds); ``laws`` (exact round laws from the
-reference), ``adversarial``, ``cases`` (the battery), ``report``; the rows built on them
-(``nonfinite``: robustness on NaN and inf rows; ``calls``, ``drafters``, ``run``, ``hunt``);
-``examples`` and ``bugclasses`` (subjects); the commands (``cli``, ``bench``, ``calibrate``).
-``specproof.stats`` never imports this package.
+reference), ``filters`` (request filters that bind, in a declared order), ``adversarial``,
+``cases`` (the battery), ``report``; the rows built on them (``nonfinite``: robustness on NaN
+and inf rows; ``calls``, ``drafters``, ``run``, ``hunt``); ``examples`` and ``bugclasses``
+(subjects); the commands (``cli``, ``bench``, ``calibrate``). ``specproof.stats`` never imports
+this package.
 """
 
 from __future__ import annotations

@@ -18,7 +18,10 @@ from typing import Any
 
 import torch
 
+from specproof.reference.filters import FilterOrder
+
 from . import examples
+from .engine import sequence_examples
 from .signatures import Signature
 
 
@@ -34,6 +37,10 @@ class BugClass:
     case: str
     check: str
     drafter: bool = False
+    filter_order: FilterOrder | None = None
+    """The engine's filter order, when the command must name it (``--filter-order``)."""
+    engine: bool = False
+    """A whole-engine class: the model is an Engine factory for ``specproof audit-engine``."""
 
 
 def _vllm_model(bug: str) -> Callable[..., torch.Tensor]:
@@ -93,6 +100,8 @@ relaxed_from_3_drafts = _vllm_model("relaxed-from-3-drafts")
 always_greedy = _vllm_model("always-greedy")
 params_at_bonus_only = _vllm_logits_model("params-at-bonus-only")
 top_p_all_or_nothing = _vllm_logits_model("top-p-all-or-nothing")
+min_p_skipped = _vllm_logits_model("min-p-skipped")
+sequential_filters = examples.rejection_sample_logits
 nan_target_emits_vocab_size = _vllm_model("nan-target-emits-vocab-size")
 nan_draft_recovers_rejected = _vllm_model("nan-draft-recovers-rejected")
 shared_coin = _flashinfer_model("shared-coin")
@@ -100,6 +109,7 @@ position_zero_rows = _flashinfer_model("position-zero-rows")
 residual_from_p = examples.biased_chain_speculative_sampling
 bonus_from_last_draft_row = _flashinfer_model("bonus-from-last-draft-row")
 greedy_draft_softmax = examples.greedy_draft
+sequence_drift = sequence_examples.drift_mutant
 
 CLASSES: tuple[BugClass, ...] = (
     BugClass(
@@ -129,6 +139,30 @@ CLASSES: tuple[BugClass, ...] = (
         "top_p_all_or_nothing",
         "vllm-logits",
         "requests",
+        "support",
+    ),
+    BugClass(
+        "top-k and top-p combined in another order than the engine samples",
+        "sgl-project/sglang PR 36173 (closed unmerged; the review of PR 37667 finds it still "
+        "present)",
+        "speculative verification applies top-k, renormalises, then top-p, while the engine's "
+        "regular sampler cuts both on the full law: where both bind, the verified law is not "
+        "the law sampled without speculation (audited with the engine's order, "
+        "--filter-order joint)",
+        "sequential_filters",
+        "vllm-logits",
+        "filters-order",
+        "round",
+        filter_order="joint",
+    ),
+    BugClass(
+        "min-p skipped at verified positions",
+        "vllm-project/vllm issue 42744 (min-p and logit bias; logit bias is not modelled here)",
+        "raw target logits: min-p applied by the sampler to the bonus token but never at the "
+        "verified positions",
+        "min_p_skipped",
+        "vllm-logits",
+        "filters-min-p",
         "support",
     ),
     BugClass(
@@ -258,6 +292,19 @@ CLASSES: tuple[BugClass, ...] = (
         "tokens",
         drafter=True,
     ),
+    BugClass(
+        "generations that end early, a little at every position",
+        "DSpark deployment report (median reasoning length 28k tokens with speculation, 57k or "
+        "more without)",
+        "an engine whose speculative path puts 1.5 % more mass on EOS at every position (TV "
+        "0.015 per position, below the per-position rows' delta): the median stopping time "
+        "falls from 28 to 17 tokens",
+        "sequence_drift",
+        "vllm",
+        "sequence (64 tokens)",
+        "stop",
+        engine=True,
+    ),
 )
 
 
@@ -267,12 +314,33 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     from .calls import audit_calls
     from .cases import calls_problem, verifier_problems
     from .drafters import fidelity_rows
+    from .filters import DEFAULT_ORDER
     from .hunt import hunt_case, hunt_cases
     from .nonfinite import nonfinite_rows
     from .run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, audit_verifier
 
     model = globals()[bug.model]
     alpha, beta = DEFAULT_ALPHA, DEFAULT_BETA
+    if bug.engine:
+        from .engine.audit import DEFAULT_DELTA as ENGINE_DELTA
+        from .engine.sequence import SEQUENCE_TOKENS, timed_sequence_rows
+        from .run import DEFAULT_TOLERANCE
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # as the command does: tiny tensors, many calls
+        try:
+            rows, _ = timed_sequence_rows(
+                model(),
+                SEQUENCE_TOKENS,
+                alpha=alpha,
+                beta=beta,
+                delta=ENGINE_DELTA,
+                tolerance=DEFAULT_TOLERANCE * SEQUENCE_TOKENS,
+                seed=seed,
+            )
+        finally:
+            torch.set_num_threads(threads)
+        return rows
     if bug.check == "hunt":
         case = next(c for c in hunt_cases() if c.name == bug.case)
         return [hunt_case(model, bug.signature, case, 1 << 20, seed=seed, batch=1 << 16)]
@@ -286,7 +354,9 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     if bug.case.startswith("fidelity"):
         temperature = float(bug.case.removeprefix("fidelity-T"))
         return fidelity_rows(model, alpha=alpha, beta=beta, seed=seed, temperatures=(temperature,))
-    problem = next(p for p in verifier_problems(seed) if p.name == bug.case)
+    order = bug.filter_order or DEFAULT_ORDER[bug.signature]
+    problems = verifier_problems(seed, filter_order=order)
+    problem = next(p for p in problems if p.name == bug.case)
     fn, drafter = (examples.rejection_sample, model) if bug.drafter else (model, None)
     report = audit_verifier(
         fn,
@@ -305,12 +375,24 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
 def command(bug: BugClass) -> str:
     """The default command that kills the model."""
     path = f"specproof.audit.bugclasses:{bug.model}"
+    if bug.engine:
+        return f"specproof audit-engine --engine {path} --sequence 64"
     if bug.drafter:
         return (
             f"specproof audit specproof.audit.examples:rejection_sample --signature vllm "
             f"--drafter {path}"
         )
-    return f"specproof audit {path} --signature {bug.signature}"
+    order = f" --filter-order {bug.filter_order}" if bug.filter_order else ""
+    return f"specproof audit {path} --signature {bug.signature}{order}"
+
+
+def how(bug: BugClass) -> str:
+    """The options the model is audited with, for the table."""
+    if bug.engine:
+        return "`specproof audit-engine --engine`, `--sequence 64`"
+    drafter = ", drafter" if bug.drafter else ""
+    order = f", `--filter-order {bug.filter_order}`" if bug.filter_order else ""
+    return f"`--signature {bug.signature}`{drafter}{order}"
 
 
 def markdown() -> str:
@@ -323,7 +405,7 @@ def markdown() -> str:
         record = bug.record or "(class only; no public number confirmed)"
         lines.append(
             f"| {bug.name} | {record} | {bug.trigger} | `{bug.case}/{bug.check}` | "
-            f"`{bug.model}` (`--signature {bug.signature}`{', drafter' if bug.drafter else ''}) "
+            f"`{bug.model}` ({how(bug)}) "
             f"| {test} |"
         )
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from specproof.reference import (
 )
 from specproof.stats import HashPartition
 
+from .filters import FilterOrder, FilterProblem, filter_problems
 from .problems import TableProblem
 from .requests import request_kinds
 
@@ -100,13 +101,17 @@ def _position_binned_rows(
 
 
 def verifier_problems(
-    seed: int = 0, large_vocab: int = LARGE_VOCAB, long_vocab: int = LONG_LARGE_VOCAB
+    seed: int = 0,
+    large_vocab: int = LARGE_VOCAB,
+    long_vocab: int = LONG_LARGE_VOCAB,
+    filter_order: FilterOrder = "sequential",
 ) -> list[TableProblem]:
     """The verifier battery. Small outcome spaces (V = 4, gamma = 2: at most 84 round outcomes
     per draft length and row kind) so that the joint law of the whole round is tested cell by
     cell; one large vocabulary through hash bins (gamma = 1 at ``large_vocab``; drafts of 0..8
     at the smaller of ``long_vocab`` and ``large_vocab``, per-position rows); the fixed
-    adversarial cases of :mod:`specproof.audit.adversarial`."""
+    adversarial cases of :mod:`specproof.audit.adversarial`; the binding-filter cases of
+    :mod:`specproof.audit.filters` under ``filter_order``."""
     if large_vocab < 2 or long_vocab < 2:
         raise ValueError(f"vocabularies must be at least 2, got {large_vocab}, {long_vocab}")
     long_vocab = min(long_vocab, large_vocab)
@@ -218,6 +223,7 @@ def verifier_problems(
             "metadata (hf: each row's own temperature)",
         )
     )
+    problems += filter_problems(seed, filter_order)
     from .adversarial import adversarial_problems
 
     # Last, so that the cases before it (and their rows) are those of earlier batteries.
@@ -256,7 +262,10 @@ def calls_problem(signature: str, seed: int = 0) -> TableProblem:
 
 def applies(problem: TableProblem, signature: str) -> bool:
     """Whether a signature can express the problem: greedy rows exist only in vLLM's (which
-    gets the request case whole, so not its random half)."""
+    gets the request case whole, so not its random half); request filters reach every
+    signature but FlashInfer's."""
+    if isinstance(problem, FilterProblem):
+        return signature != "flashinfer"
     if signature.startswith("vllm"):
         return problem.name != "requests-random"
     return not any(problem.greedy_modes)

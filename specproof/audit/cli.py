@@ -11,7 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from specproof.reference.filters import FILTER_ORDERS
+
 from .cases import LARGE_VOCAB, LONG_LARGE_VOCAB, verifier_problems
+from .filters import DEFAULT_ORDER
 from .hunt import DEFAULT_BUDGET
 from .report import AuditReport
 from .requests import GREEDY_TEMPERATURE, LEGACY_GREEDY_TEMPERATURE
@@ -200,6 +203,13 @@ def parser() -> argparse.ArgumentParser:
         default=DEFAULT_TOLERANCE,
         help=f"TV a correct float32 verifier may differ by (default {DEFAULT_TOLERANCE:g})",
     )
+    out.add_argument(
+        "--filter-order",
+        choices=FILTER_ORDERS,
+        help="how the engine combines top-k and top-p when both bind: sequential (top-k, "
+        "renormalise, top-p: vLLM, HF) or joint (both cuts on the full law: FlashInfer, "
+        "SGLang's regular sampler); default: the signature's engine (joint for flashinfer)",
+    )
     out.add_argument("--seed", type=int, default=0, help="seed of the battery and the rounds")
     out.add_argument(
         "--large-vocab",
@@ -260,7 +270,12 @@ def main(argv: list[str] | None = None) -> int:
             "tolerance": args.tolerance,
             "seed": args.seed,
             "timeout": args.timeout,
-            "problems": verifier_problems(args.seed, args.large_vocab, args.long_vocab),
+            "problems": verifier_problems(
+                args.seed,
+                args.large_vocab,
+                args.long_vocab,
+                args.filter_order or DEFAULT_ORDER[args.signature],
+            ),
             "bars": None if args.quiet else progress_bar(),
             "marker": MARKERS[args.greedy_marker],
             "max_batch": args.max_batch,

@@ -255,8 +255,9 @@ def rejection_sample_logits(
     sampling_metadata: Any,
 ) -> torch.Tensor:
     """As :func:`rejection_sample`, with raw target logits as current vLLM hands them to its
-    rejection sampler: each request's temperature, top-k and top-p (``sampling_metadata``)
-    are applied at every verified position before verification."""
+    rejection sampler: each request's temperature, top-k, top-p and min-p
+    (``sampling_metadata``) are applied at every verified position before verification, top-k
+    and top-p in vLLM's order (top-k, renormalise, top-p)."""
     target_probs = process_target_logits(target_logits, num_draft_tokens, sampling_metadata)
     return rejection_sample(
         draft_token_ids,
@@ -271,10 +272,16 @@ def rejection_sample_logits(
 
 
 def process_target_logits(
-    logits: torch.Tensor, num_draft_tokens: list[int], metadata: Any, bug: str | None = None
+    logits: torch.Tensor,
+    num_draft_tokens: list[int],
+    metadata: Any,
+    bug: str | None = None,
+    order: str = "sequential",
 ) -> torch.Tensor:
-    """Each flattened row's request parameters applied to its raw logits (float64 probs);
-    greedy rows (temperature <= 0) are left as softmax(logits): only their argmax is read."""
+    """Each flattened row's request parameters (temperature, top-k, top-p, min-p) applied to
+    its raw logits (float64 probs), top-k and top-p combined in ``order`` (vLLM's is
+    "sequential"); greedy rows (temperature <= 0) are left as softmax(logits): only their
+    argmax is read."""
     from .requests import apply_request
 
     batch = len(num_draft_tokens)
@@ -282,6 +289,10 @@ def process_target_logits(
     temperature = torch.as_tensor(metadata.temperature).reshape(-1).double()
     top_k = None if metadata.top_k is None else torch.as_tensor(metadata.top_k).reshape(-1)
     top_p = None if metadata.top_p is None else torch.as_tensor(metadata.top_p).reshape(-1)
+    found = getattr(metadata, "min_p", None)
+    min_p = None if found is None else torch.as_tensor(found).reshape(-1)
+    if bug == "min-p-skipped":  # min-p applied by the sampler, never at verified positions
+        min_p = None
     if bug == "top-p-all-or-nothing" and top_p is not None:
         random = temperature > 0
         if not bool((top_p[random] < 1).all()):
@@ -291,15 +302,45 @@ def process_target_logits(
         return probs
     ks = top_k if top_k is not None else torch.zeros(batch, dtype=torch.int64)
     ps = top_p if top_p is not None else torch.ones(batch)
-    params = torch.stack([temperature, ks.double(), ps.double()], 1)
+    ms = min_p if min_p is not None else torch.zeros(batch)
+    params = torch.stack([temperature, ks.double(), ps.double(), ms.double()], 1)
     for values in torch.unique(params[temperature > 0], dim=0).tolist():
-        t, k, p = values
+        t, k, p, m = values
         rows = (params == torch.tensor(values, dtype=torch.float64)).all(1)
         mask = rows[row_of]
         k_used = None if top_k is None else int(k)
         p_used = None if top_p is None else p
-        probs[mask] = apply_request(logits[mask], t, k_used, p_used)
+        m_used = None if min_p is None else m
+        probs[mask] = apply_request(logits[mask], t, k_used, p_used, m_used, order)
     return probs
+
+
+def rejection_sample_logits_joint(
+    draft_token_ids: torch.Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor | None,
+    target_logits: torch.Tensor,
+    bonus_token_ids: torch.Tensor,
+    sampling_metadata: Any,
+) -> torch.Tensor:
+    """As :func:`rejection_sample_logits`, with top-k and top-p both cut on the full law
+    ("joint", FlashInfer's joint sampling and SGLang's regular sampler): correct where the
+    engine samples jointly (``--filter-order joint``), lossy against a sequential sampler."""
+    target_probs = process_target_logits(
+        target_logits, num_draft_tokens, sampling_metadata, order="joint"
+    )
+    return rejection_sample(
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_probs,
+        bonus_token_ids,
+        sampling_metadata,
+    )
 
 
 def biased_rejection_sample(
@@ -384,10 +425,47 @@ def speculative_sampling(
     draft_logits: torch.Tensor,
     target_logits: torch.Tensor,
     temperature: float,
+    *,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    min_p: float | None = None,
 ) -> torch.Tensor:
     """The hf signature (batch 1, logits at a temperature, in the style of HF transformers'
-    ``_speculative_sampling``): returns [1, m], m - 1 accepted drafts then one token."""
-    return _hf(draft_tokens, draft_logits, target_logits, temperature, biased=False)
+    ``_speculative_sampling``): returns [1, m], m - 1 accepted drafts then one token. The
+    request's filters reach the target side only, in transformers' order (temperature, top-k,
+    top-p, min-p; top-p on the renormalised top-k law); q is the law the drafts came from."""
+    return _hf(draft_tokens, draft_logits, target_logits, temperature, False, top_k, top_p, min_p)
+
+
+def speculative_sampling_joint(
+    draft_tokens: torch.Tensor,
+    draft_logits: torch.Tensor,
+    target_logits: torch.Tensor,
+    temperature: float,
+    *,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    min_p: float | None = None,
+) -> torch.Tensor:
+    """As :func:`speculative_sampling`, with top-k and top-p cut jointly on the full law: lossy
+    against transformers' sequential warpers when both bind."""
+    return _hf(
+        draft_tokens, draft_logits, target_logits, temperature, False, top_k, top_p, min_p, "joint"
+    )
+
+
+def speculative_sampling_min_p_skipped(
+    draft_tokens: torch.Tensor,
+    draft_logits: torch.Tensor,
+    target_logits: torch.Tensor,
+    temperature: float,
+    *,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    min_p: float | None = None,
+) -> torch.Tensor:
+    """As :func:`speculative_sampling`, but min-p is never applied (vLLM issue 42744's class)."""
+    return _hf(draft_tokens, draft_logits, target_logits, temperature, False, top_k, top_p, None)
 
 
 def biased_speculative_sampling(
@@ -406,9 +484,15 @@ def _hf(
     target_logits: torch.Tensor,
     temperature: float,
     biased: bool,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    min_p: float | None = None,
+    order: str = "sequential",
 ) -> torch.Tensor:
+    from .requests import apply_request
+
     q = torch.softmax(draft_logits.double() / temperature, -1)
-    p = torch.softmax(target_logits.double() / temperature, -1)
+    p = apply_request(target_logits[0], temperature, top_k, top_p, min_p, order)[None]
     n = draft_tokens.shape[1]
     lengths = torch.full((1,), n, dtype=torch.int64)
     out = _verify_rows(q, draft_tokens, p, lengths, None, None, biased)

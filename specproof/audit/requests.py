@@ -1,6 +1,6 @@
 """Per-request sampling parameters as engines send them: vLLM's sampling metadata (greedy marker,
-temperature, top-k, top-p, per-request generators) and raw target logits built so that applying
-each request's parameters gives the audited (processed) target rows exactly.
+temperature, top-k, top-p, min-p, per-request generators) and raw target logits built so that
+applying each request's parameters gives the audited (processed) target rows exactly.
 
 A request's processed target is softmax(logits / T) restricted to its top-k tokens and to its
 top-p nucleus. The battery's rows keep a set of tokens with mass and have exact zeros elsewhere;
@@ -10,11 +10,14 @@ mass is at most 1 - top_p, and the dropped mass plus the smallest kept one excee
 with neither filter gets the zero tokens at logit -1e4, which every softmax maps to exactly 0.
 So every request's processed target equals the problem's row, whatever its parameters, and the
 exact laws computed at that row are the laws of the processed target.
+
+Requests marked ``binding`` work the other way round (:mod:`specproof.audit.filters`): their
+case gives the raw rows, on which the filters remove tokens that carry mass, and the processed
+rows are computed from them by the reference under a declared filter order.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -35,10 +38,14 @@ class RequestParams:
     temperature: float
     top_k: int | None = None
     top_p: float | None = None
+    min_p: float | None = None
+    binding: bool = False
+    """The case supplies raw rows on which these filters remove tokens with mass (the processed
+    rows are computed from them, not the raw logits from the processed rows)."""
 
     @property
     def filters(self) -> bool:
-        return self.top_k is not None or self.top_p is not None
+        return self.top_k is not None or self.top_p is not None or self.min_p is not None
 
     def dropped_mass(self) -> float:
         """Raw mass given to the tokens the filters remove (0 when there is no filter)."""
@@ -80,8 +87,10 @@ def raw_logits(
 
 def check_margins(rows: torch.Tensor, params: RequestParams) -> None:
     """Refuse rows on which the request's filters would not remove exactly the zero tokens."""
-    if not params.filters:
+    if not params.filters or params.binding:
         return
+    if params.min_p is not None:
+        raise ValueError("min_p is audited on binding rows only (specproof.audit.filters)")
     kept = rows > 0
     smallest = torch.where(kept, rows.double(), 2.0).min(1).values
     dropped = params.dropped_mass()
@@ -108,8 +117,9 @@ def vllm_metadata(
     vocab: int | None = None,
 ) -> SimpleNamespace:
     """The fields of vLLM's SamplingMetadata that rejection sampling reads: greedy rows carry
-    ``marker`` as temperature; ``top_k`` (int tensor, ``vocab`` = off) and ``top_p`` (float
-    tensor, 1 = off) are None when no request in the batch sets them, as vLLM sends them;
+    ``marker`` as temperature; ``top_k`` (int tensor, ``vocab`` = off), ``top_p`` (float
+    tensor, 1 = off) and ``min_p`` (float tensor, 0 = off) are None when no request in the batch
+    sets them, as vLLM sends them;
     ``generators`` maps a request's row to its own torch.Generator (seeded requests only)."""
     if greedy is None:
         greedy = torch.zeros(batch, dtype=torch.bool)
@@ -130,6 +140,12 @@ def vllm_metadata(
             [1.0 if p.top_p is None or g else p.top_p for p, g in zip(params, greedy, strict=True)],
             dtype=torch.float32,
         )
+    min_p = None
+    if any(p.min_p is not None for p in random):
+        min_p = torch.tensor(
+            [0.0 if p.min_p is None or g else p.min_p for p, g in zip(params, greedy, strict=True)],
+            dtype=torch.float32,
+        )
     return SimpleNamespace(
         all_greedy=bool(greedy.all()) and batch > 0,
         all_random=not bool(greedy.any()),
@@ -137,26 +153,41 @@ def vllm_metadata(
         generators=dict(generators or {}),
         top_k=top_k,
         top_p=top_p,
+        min_p=min_p,
         max_num_logprobs=None,
     )
 
 
 def apply_request(
-    logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None
+    logits: torch.Tensor,
+    temperature: float,
+    top_k: int | None,
+    top_p: float | None,
+    min_p: float | None = None,
+    order: str = "sequential",
 ) -> torch.Tensor:
-    """softmax(logits / T) over the top-k tokens and the top-p nucleus (the smallest set of
-    most probable tokens holding >= top_p of the mass), in float64: what an engine does to the
-    target logits of a random request before verification."""
+    """softmax(logits / T) filtered, in float64: what an engine does to the target logits of a
+    random request before verification. ``order`` (see :mod:`specproof.reference.filters`):
+    "sequential" keeps the top-k tokens, renormalises, then keeps the top-p nucleus (the
+    smallest set of most probable tokens holding >= top_p of the mass); "joint" takes both cuts
+    on the full law. min-p keeps tokens with mass >= min_p times the largest."""
+    if order not in ("sequential", "joint"):
+        raise ValueError(f"unknown filter order {order!r}")
     scaled = logits.double() / temperature
+    probs = torch.softmax(scaled, -1)
+    keep = probs > 0
     if top_k is not None and top_k < logits.shape[-1]:
         kth = scaled.topk(top_k, dim=-1).values[..., -1:]
-        scaled = torch.where(scaled < kth, -math.inf, scaled)
-    probs = torch.softmax(scaled, -1)
+        keep &= scaled >= kth
+        if order == "sequential":
+            probs = torch.where(keep, probs, 0.0)
+            probs = probs / probs.sum(-1, keepdim=True)
     if top_p is not None and top_p < 1:
-        ordered, index = probs.sort(-1, descending=True)
+        ordered, index = probs.sort(dim=-1, descending=True, stable=True)
         before = ordered.cumsum(-1) - ordered  # mass of the more probable tokens
         drop_sorted = before >= top_p
-        drop = torch.zeros_like(drop_sorted).scatter(-1, index, drop_sorted)
-        probs = torch.where(drop, 0.0, probs)
-        probs = probs / probs.sum(-1, keepdim=True)
-    return probs
+        keep &= ~torch.zeros_like(drop_sorted).scatter(-1, index, drop_sorted)
+    if min_p is not None and min_p > 0:
+        keep &= probs >= min_p * probs.max(-1, keepdim=True).values
+    out = torch.where(keep, torch.softmax(scaled, -1), 0.0)
+    return out / out.sum(-1, keepdim=True)

@@ -27,6 +27,7 @@ from specproof.stats import HashPartition, goodness_of_fit, required_samples
 from .cases import applies, calls_problem, scheduler_cases, verifier_problems
 from .drafting import DraftFn
 from .errors import CaseTimeout, VerifierError, out_of_memory
+from .filters import DEFAULT_ORDER, FilterOrder, FilterProblem, filter_round, reaches
 from .laws import Law, exact_round_law, length_law, lengths_of, position_law, tokens_law
 from .nonfinite import nonfinite_rows
 from .problems import TableProblem
@@ -39,7 +40,6 @@ from .rounds import (
     observed_classes,
     round_counts,
     sample_rounds,
-    verifier_round,
 )
 from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier
 
@@ -254,6 +254,7 @@ def audit_verifier(
     calls: bool = True,
     robustness: bool = True,
     max_batch: int = DEFAULT_MAX_BATCH,
+    filter_order: FilterOrder | None = None,
 ) -> AuditReport:
     """Sample ``fn`` on every problem its signature can express; every statistical row has
     false-fail rate <= alpha and power >= 1 - beta against TV >= delta in the law it tests.
@@ -261,18 +262,28 @@ def audit_verifier(
     marking greedy rows in vLLM's metadata; ``calls`` adds the repeated-call rows
     (:mod:`specproof.audit.calls`); ``robustness`` the non-finite rows, kept apart in
     ``report.robustness`` (:mod:`specproof.audit.nonfinite`; not for drafter audits);
-    ``max_batch``: the most requests one verifier call carries (more calls, same rounds)."""
+    ``max_batch``: the most requests one verifier call carries (more calls, same rounds);
+    ``filter_order`` is the order in which the engine combines top-k and top-p (default: that
+    of the signature's engine, :data:`.filters.DEFAULT_ORDER`), used when ``problems`` is not
+    given."""
     start = time.perf_counter()
     kind = f"{signature} verifier" if drafter is None else f"drafter (verified by {signature})"
     report = AuditReport(subject or _name(drafter or fn), kind)
-    for problem in problems if problems is not None else verifier_problems(seed):
+    order = filter_order or DEFAULT_ORDER[signature]
+    skipped: list[str] = []
+    if problems is None:
+        problems = verifier_problems(seed, filter_order=order)
+    for problem in problems:
         if not applies(problem, signature) or (drafter is not None and problem.ngram):
+            continue
+        if isinstance(problem, FilterProblem) and not reaches(fn, signature):
+            skipped.append(problem.name)
             continue
         if progress:
             progress(f"{problem.name}: {problem.description}")
         report.results += audit_problem(
             problem,
-            verifier_round(fn, signature, drafter, marker=marker, max_batch=max_batch),
+            filter_round(fn, signature, drafter, marker=marker, max_batch=max_batch),
             alpha=alpha,
             beta=beta,
             delta=delta,
@@ -285,6 +296,11 @@ def audit_verifier(
         )
         if fail_fast and not report.passed:
             break
+    if skipped:
+        report.notes.append(
+            f"not audited: {', '.join(skipped)} (an hf verifier needs the keywords top_k, "
+            "top_p and min_p to receive the request's filters)"
+        )
     if drafter is not None and calls and not (fail_fast and not report.passed):
         from .drafters import drafter_calls, fidelity_rows
 

@@ -54,21 +54,29 @@ def test_the_models_are_importable_by_the_command() -> None:
 
 @pytest.mark.slow
 def test_correct_counterparts_pass_the_catching_cases() -> None:
-    """The same cases, the correct verifiers: vLLM (probabilities and raw logits) and
-    FlashInfer; delta = 0.2 keeps it short (passing has probability >= 1 - rows x 1e-6)."""
+    """The same cases, the correct verifiers: vLLM (probabilities and raw logits, filters in
+    vLLM's order and, for an engine that samples jointly, in the joint order) and FlashInfer;
+    delta = 0.2 keeps it short (passing has probability >= 1 - rows x 1e-6)."""
     from specproof.audit import audit_verifier
     from specproof.audit.cases import verifier_problems
 
     problems = {p.name: p for p in verifier_problems(0, 64)}
-    for fn, signature, names in (
-        (examples.rejection_sample, "vllm", ("requests", "greedy", "long")),
-        (examples.rejection_sample_logits, "vllm-logits", ("requests",)),
-        (examples.chain_speculative_sampling, "flashinfer", ("small-vocab",)),
+    joint = {p.name: p for p in verifier_problems(0, 64, filter_order="joint")}
+    for fn, signature, names, cases in (
+        (examples.rejection_sample, "vllm", ("requests", "greedy", "long"), problems),
+        (
+            examples.rejection_sample_logits,
+            "vllm-logits",
+            ("requests", "filters-order", "filters-min-p"),
+            problems,
+        ),
+        (examples.rejection_sample_logits_joint, "vllm-logits", ("filters-order",), joint),
+        (examples.chain_speculative_sampling, "flashinfer", ("small-vocab",), problems),
     ):
         report = audit_verifier(
             fn,
             signature,
-            problems=[problems[n] for n in names],
+            problems=[cases[n] for n in names],
             delta=0.2,  # type: ignore[arg-type]
         )
         assert report.passed, report.table()

@@ -19,6 +19,7 @@ ORDER = [
     "signatures",
     "rounds",
     "laws",
+    "filters",
     "adversarial",
     "cases",
     "report",

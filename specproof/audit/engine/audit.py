@@ -115,10 +115,15 @@ def audit_engine(
     bins: int = DEFAULT_BINS,
     seed: int = 0,
     bars: Bars | None = None,
+    sequence_tokens: int | None = None,
 ) -> EngineReport:
     """Run ``engine`` ``runs`` times (default: the n that gives every statistical row power
-    >= 1 - beta against TV >= delta) and test what it emitted against the target's law."""
+    >= 1 - beta against TV >= delta) and test what it emitted against the target's law.
+    ``sequence_tokens``: also the sequence rows (:mod:`.sequence`) over separate runs of that
+    many tokens."""
     start = time.perf_counter()
+    if sequence_tokens and not engine.eos_ids:
+        raise ValueError("the sequence rows need the engine's EOS (it has none)")
     settings = Settings(alpha, beta, delta, tolerance, bins)
     vocab = next_token_rows(engine.target_probs, engine.prompt, [()]).shape[-1]
     exact_tokens = 0 if engine.greedy else exact_tokens_for(vocab, num_new_tokens)
@@ -154,5 +159,39 @@ def audit_engine(
         report.results += pit_rows(case, values, settings)
     longest = None if engine.max_draft is None else min(engine.max_draft, num_new_tokens - 1)
     report.results.append(coverage_row(case, emitted, longest))
+    if sequence_tokens:
+        add_sequence_rows(report, engine, sequence_tokens, settings, seed, bars)
     report.seconds = time.perf_counter() - start
     return report
+
+
+def add_sequence_rows(
+    report: EngineReport,
+    engine: Engine,
+    tokens: int,
+    settings: Settings,
+    seed: int,
+    bars: Bars | None,
+) -> None:
+    """The stop and length rows over long runs, and a note of what they cost."""
+    from .sequence import timed_sequence_rows
+
+    if engine.greedy:
+        report.notes.append("sequence rows: not run for a greedy engine (one output per prompt)")
+        return
+    rows, cost = timed_sequence_rows(
+        engine,
+        tokens,
+        alpha=settings.alpha,
+        beta=settings.beta,
+        delta=settings.delta,
+        tolerance=settings.tolerance * tokens,
+        seed=seed,
+        bars=bars,
+    )
+    report.results += rows
+    report.notes.append(
+        f"sequence rows: {cost['runs']:.0f} engine runs of up to {tokens} tokens "
+        f"({cost['engine_seconds']:.1f} s) and as many drawn from the target "
+        f"({cost['target_seconds']:.1f} s); tolerance {tokens} x {settings.tolerance:g}"
+    )

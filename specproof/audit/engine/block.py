@@ -90,17 +90,21 @@ def round_engine(
     *,
     max_draft: int | None = None,
     greedy: bool = False,
+    eos: int | None = None,
 ) -> Engine:
-    """The generate loop of a round function: rounds until enough tokens, every round traced."""
+    """The generate loop of a round function: rounds until enough tokens or ``eos`` (the run
+    ends after it), every round traced."""
 
     def generate(prompt: Sequence[int], num_new_tokens: int, seed: int) -> Emission:
         generator = torch.Generator().manual_seed(seed)
         out: list[int] = []
         rounds: list[tuple[int, int]] = []
-        while len(out) < num_new_tokens:
+        while len(out) < num_new_tokens and (eos is None or eos not in out):
             tokens, drafted, accepted = round_fn([*prompt, *out], generator)
             out += tokens
             rounds.append((drafted, accepted))
+        if eos is not None and eos in out:
+            out = out[: out.index(eos) + 1]
         return Emission(tuple(out[:num_new_tokens]), tuple(rounds))
 
     return Engine(
@@ -110,4 +114,5 @@ def round_engine(
         prompt=tuple(prompt),
         greedy=greedy,
         max_draft=max_draft,
+        eos=eos,
     )

@@ -84,6 +84,14 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument(
         "--bins", type=_positive(int, "--bins", 1), default=DEFAULT_BINS, help="PIT bins"
     )
+    out.add_argument(
+        "--sequence",
+        type=_positive(int, "--sequence"),
+        metavar="TOKENS",
+        help="also the sequence rows: the law of the stopping time and the mean emitted length "
+        "over separate runs of TOKENS new tokens (64 or more; the engine's EOS ends a run), "
+        "against as many runs drawn from the target",
+    )
     out.add_argument("--seed", type=int, default=0, help="seed of run 0 (run i uses seed + i)")
     out.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     out.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
@@ -139,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             bins=args.bins,
             seed=args.seed,
             bars=None if args.quiet else progress_bar(),
+            sequence_tokens=args.sequence,
         )
     except (ImportError, ValueError) as error:
         print(f"specproof audit-engine: {error}", file=sys.stderr)

@@ -1,0 +1,251 @@
+"""Sequence-level rows: where a long generation stops, against the target's own law.
+
+A drift of a few percent in every position's law is below what a per-position row is powered
+for, yet over a long generation it moves where the run stops: a DSpark deployment reported a
+median reasoning length of 28k tokens with speculation against 57k or more without. These rows
+run the engine for ``tokens`` new tokens (64 or more; its own EOS ends a run) and draw as many
+runs from the target itself, token by token from ``target_probs`` under the same sampling
+parameters (the target's law is not enumerable over 64 tokens), and compare them:
+
+- ``stop``: the law of the stopping time (tokens up to and including the first EOS; "no EOS"
+  when none came within ``tokens``), in :data:`STOP_BINS` equal-width bins plus the "no EOS"
+  cell. Two-sample test: TV(P_m, Q_n) <= TV(P_m, R) + TV(Q_n, R) under the null P = Q = R, so
+  rejecting at t_m + t_n, each the Bretagnolle-Huber-Carol threshold at alpha / 2 for its sample
+  size (distribution-free, every n), gives false-fail rate <= alpha. If TV(P, Q) >= delta, the
+  set A* = {P > Q} has P(A*) - Q(A*) >= delta and the statistic is at least P_m(A*) - Q_n(A*),
+  a mean of m + n independent bounded terms; it falls below the threshold with probability
+  at most exp(-2 (delta - t)^2 / (1/m + 1/n)) (Hoeffding).
+- ``length``: the mean emitted length over ``tokens``. Under the null the two means differ by
+  at least t with probability at most 2 exp(-2 t^2 / (1/m + 1/n)) (Hoeffding on [0, 1]); the
+  power against a shift of the mean by delta x ``tokens`` follows as above.
+
+Both rows take m = n runs, the n that gives power >= 1 - beta at delta (:func:`runs_needed`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from specproof.stats import hoeffding_threshold
+
+from ..report import CaseResult
+from .laws import probability_rows
+from .subject import Emission, Engine, TargetProbs
+
+SEQUENCE_TOKENS = 64
+"""New tokens per run of the sequence rows (at least this many is what makes them long)."""
+STOP_BINS = 8
+"""Equal-width bins of the stopping time over 1..tokens; a ninth cell holds "no EOS"."""
+SIMULATION_BATCH = 512
+"""Target runs drawn together (one teacher-forced call per token for the whole batch)."""
+
+
+def stop_cell(tokens: Sequence[int], eos: frozenset[int], length: int) -> int:
+    """The stopping time's cell: 0..STOP_BINS - 1 for an EOS at 1..``length``, STOP_BINS for
+    a run without EOS."""
+    stop = next((i + 1 for i, t in enumerate(tokens) if t in eos), None)
+    if stop is None:
+        return STOP_BINS
+    return min((stop - 1) * STOP_BINS // length, STOP_BINS - 1)
+
+
+def runs_needed(delta: float, alpha: float, beta: float, tolerance: float = 0.0) -> int:
+    """n per side at which both rows reach power 1 - beta against delta (the ``stop`` row's
+    threshold is the larger: two BHC thresholds over STOP_BINS + 1 cells at alpha / 2)."""
+    margin = delta - tolerance
+    if not 0 < margin <= 1:
+        raise ValueError(f"need 0 < delta - tolerance <= 1, got {delta}, {tolerance}")
+    cells = STOP_BINS + 1
+    subsets = math.log(2.0**cells - 2)
+    root = math.sqrt(2 * (subsets - math.log(alpha / 2))) + math.sqrt(-math.log(beta))
+    return math.ceil((root / margin) ** 2)
+
+
+def simulate_target(
+    target_probs: TargetProbs,
+    prompt: Sequence[int],
+    eos: frozenset[int],
+    tokens: int,
+    runs: int,
+    rng: np.random.Generator,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[tuple[int, ...]]:
+    """``runs`` generations drawn from the target alone: each token from ``target_probs`` after
+    the prompt and the tokens so far (inverse CDF in float64), a run ending at EOS."""
+    out: list[tuple[int, ...]] = []
+    for start in range(0, runs, SIMULATION_BATCH):
+        size = min(SIMULATION_BATCH, runs - start)
+        drawn = np.zeros((size, tokens), dtype=np.int64)
+        length = np.full(size, tokens)
+        open_rows = np.arange(size)
+        for position in range(tokens):
+            if not len(open_rows):
+                break
+            context = np.concatenate(
+                [np.tile(prompt, (len(open_rows), 1)), drawn[open_rows, :position]], axis=1
+            )
+            rows = target_probs(torch.tensor(context, dtype=torch.long))
+            law = probability_rows(rows[:, -1:])[:, 0]
+            cdf = np.cumsum(law, axis=-1)
+            u = rng.random(len(open_rows)) * cdf[:, -1]
+            picked = (cdf <= u[:, None]).sum(axis=1).clip(max=law.shape[-1] - 1)
+            drawn[open_rows, position] = picked
+            ended = np.isin(picked, list(eos))
+            length[open_rows[ended]] = position + 1
+            open_rows = open_rows[~ended]
+        out += [tuple(int(t) for t in drawn[i, : length[i]]) for i in range(size)]
+        if progress:
+            progress(len(out), runs)
+    return out
+
+
+def _row(
+    case: str,
+    check: str,
+    n: int,
+    statistic: float,
+    bound: float,
+    power: float,
+    alpha: float,
+    beta: float,
+    delta: float,
+    what: str,
+) -> CaseResult:
+    rejected = statistic >= bound
+    relation = ">=" if rejected else "<"
+    summary = (
+        f"{what} {statistic:.4f} {relation} bound {bound:.4f} (power {power:.4f} at {delta:g})"
+    )
+    return CaseResult(
+        case=case,
+        check=check,
+        n=n,
+        tv_estimate=statistic,
+        bound=bound,
+        alpha=alpha,
+        beta=max(beta, 1 - power),
+        delta=delta,
+        verdict="FAIL" if rejected else "pass",
+        detail=f"{case}/{check}: {summary}; engine runs and target runs, {n} each",
+        summary=summary,
+    )
+
+
+def stop_row(
+    case: str,
+    engine_runs: Sequence[Sequence[int]],
+    target_runs: Sequence[Sequence[int]],
+    eos: frozenset[int],
+    tokens: int,
+    *,
+    alpha: float,
+    beta: float,
+    delta: float,
+    tolerance: float,
+) -> CaseResult:
+    """Two-sample test of the stopping time's law (binned), see the module docstring."""
+    m, n = len(engine_runs), len(target_runs)
+    cells = STOP_BINS + 1
+    mine = np.bincount([stop_cell(r, eos, tokens) for r in engine_runs], minlength=cells) / m
+    theirs = np.bincount([stop_cell(r, eos, tokens) for r in target_runs], minlength=cells) / n
+    statistic = float(np.abs(mine - theirs).sum() / 2)
+    bound = (
+        hoeffding_threshold(m, cells, alpha / 2) + hoeffding_threshold(n, cells, alpha / 2)
+    ) + tolerance
+    gap = delta - bound
+    power = 0.0 if gap <= 0 else 1 - math.exp(-2 * gap * gap / (1 / m + 1 / n))
+    return _row(case, "stop", m, statistic, bound, power, alpha, beta, delta, "TV estimate")
+
+
+def length_row(
+    case: str,
+    engine_runs: Sequence[Sequence[int]],
+    target_runs: Sequence[Sequence[int]],
+    tokens: int,
+    *,
+    alpha: float,
+    beta: float,
+    delta: float,
+    tolerance: float,
+) -> CaseResult:
+    """Two-sample Hoeffding test of the mean emitted length / ``tokens``."""
+    m, n = len(engine_runs), len(target_runs)
+    mine = float(np.mean([len(r) for r in engine_runs])) / tokens
+    theirs = float(np.mean([len(r) for r in target_runs])) / tokens
+    spread = 1 / m + 1 / n
+    bound = math.sqrt(math.log(2 / alpha) * spread / 2) + tolerance
+    gap = delta - bound
+    power = 0.0 if gap <= 0 else 1 - math.exp(-2 * gap * gap / spread)
+    what = f"mean length {mine * tokens:.1f} vs {theirs * tokens:.1f}: difference / {tokens}"
+    return _row(case, "length", m, abs(mine - theirs), bound, power, alpha, beta, delta, what)
+
+
+def sequence_rows(
+    engine: Engine,
+    runs: list[Emission],
+    tokens: int,
+    *,
+    alpha: float,
+    beta: float,
+    delta: float,
+    tolerance: float,
+    seed: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[CaseResult]:
+    """The ``stop`` and ``length`` rows of the engine's ``runs`` (each of ``tokens`` new
+    tokens) against as many runs drawn from the target."""
+    if not engine.eos_ids:
+        raise ValueError("the sequence rows need the engine's EOS (it has none)")
+    rng = np.random.default_rng([seed, 2])
+    target = simulate_target(
+        engine.target_probs, engine.prompt, engine.eos_ids, tokens, len(runs), rng, progress
+    )
+    emitted = [r.tokens for r in runs]
+    settings = {"alpha": alpha, "beta": beta, "delta": delta, "tolerance": tolerance}
+    case = f"{engine.name} ({tokens} tokens)"
+    return [
+        stop_row(case, emitted, target, engine.eos_ids, tokens, **settings),
+        length_row(case, emitted, target, tokens, **settings),
+    ]
+
+
+def timed_sequence_rows(
+    engine: Engine,
+    tokens: int = SEQUENCE_TOKENS,
+    runs: int | None = None,
+    *,
+    alpha: float,
+    beta: float,
+    delta: float,
+    tolerance: float,
+    seed: int = 0,
+    bars: Callable[[str], Callable[[int, int], None]] | None = None,
+) -> tuple[list[CaseResult], dict[str, float]]:
+    """Run the engine ``runs`` times (default :func:`runs_needed`) for ``tokens`` tokens and
+    return the rows with the seconds spent on the engine and on the target's simulation."""
+    from .audit import sample_runs
+
+    n = runs or runs_needed(delta, alpha, beta, tolerance)
+    start = time.perf_counter()
+    prompts = [engine.prompt] * n
+    emitted = sample_runs(engine, prompts, tokens, seed, bars)
+    engine_seconds = time.perf_counter() - start
+    progress = bars(f"{engine.name} target") if bars else None
+    rows = sequence_rows(
+        engine,
+        emitted,
+        tokens,
+        alpha=alpha,
+        beta=beta,
+        delta=delta,
+        tolerance=tolerance,
+        seed=seed,
+        progress=progress,
+    )
+    target_seconds = time.perf_counter() - start - engine_seconds
+    return rows, {"runs": n, "engine_seconds": engine_seconds, "target_seconds": target_seconds}

@@ -1,0 +1,258 @@
+"""Request filters that bind: cases whose top-k, top-p and min-p remove tokens that carry mass.
+
+The request case of :mod:`specproof.audit.cases` builds raw logits whose filters remove exactly
+the tokens of zero processed mass, so top-k and top-p give the same law in either order. Here
+the case gives the raw rows (the unfiltered law at the request's temperature) and the processed
+rows are computed from them exactly by :func:`specproof.reference.filters.filtered` under a
+declared order (``sequential``: top-k, renormalise, top-p, as vLLM and HF transformers sample;
+``joint``: both cuts on the full law, as FlashInfer's joint sampling and SGLang's regular
+sampler). Every statistical and exact row of the audit is then taken at those processed rows:
+
+- ``filters-order``: top-k = 4 removes two tokens with mass, and top-p = 0.7 removes one more
+  token on the full law but two on the renormalised top-k law, so the two orders keep
+  different tokens in every row (exact TV between them: :func:`order_tv`).
+- ``filters-min-p``: min-p = 0.2 removes tokens with raw mass about 0.06 and 0.04 (top-k = 5 the
+  second only); a verifier that skips min-p at verified positions puts mass on the first, an
+  outcome of probability 0 (vLLM issue 42744's class).
+
+Every cut is at least :data:`MARGIN` away from its threshold, so float32 logits cut exactly as
+the exact rows do. The verifier receives raw logits (``vllm-logits``; ``hf`` when it accepts the
+keywords ``top_k``, ``top_p`` and ``min_p``), or the processed rows and vLLM's metadata
+(``vllm``); FlashInfer's signature carries no request parameters, so the cases skip it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import torch
+
+from specproof.reference.filters import FILTER_ORDERS, FilterOrder, filtered, ranked
+
+from .drafting import DraftFn, draft_rounds
+from .problems import TableProblem
+from .requests import GREEDY_TEMPERATURE, RequestParams
+from .rounds import RoundFn, verifier_round
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, call_hf, call_vllm
+from .structure import check_structure
+
+MARGIN = 0.005
+"""Smallest distance of every filter decision from its threshold (float32 rounding is ~1e-7)."""
+DEFAULT_ORDER: dict[str, FilterOrder] = {
+    "vllm": "sequential",
+    "vllm-logits": "sequential",
+    "hf": "sequential",
+    "flashinfer": "joint",
+}
+"""The order of the engine each signature comes from (FlashInfer's joint top-k/top-p)."""
+FILTER_KEYWORDS = ("top_k", "top_p", "min_p")
+
+ORDER_REQUEST = RequestParams(0.8, top_k=4, top_p=0.7, binding=True)
+ORDER_MASSES = (0.36, 0.28, 0.14, 0.10, 0.07, 0.05)
+"""Sorted raw masses of a filters-order row: the top-4 hold 0.88, so the renormalised law's
+nucleus at 0.7 stops after 2 tokens (0.64 >= 0.7 x 0.88) and the full law's after 3."""
+MIN_P_REQUEST = RequestParams(0.9, top_k=5, min_p=0.2, binding=True)
+MIN_P_MASSES = (0.40, 0.25, 0.15, 0.10, 0.06, 0.04)
+"""Sorted raw masses of a filters-min-p row: min-p 0.2 cuts below 0.08."""
+
+
+@dataclass(frozen=True)
+class FilterProblem(TableProblem):
+    """A table problem whose target rows are ``raw`` filtered by its single request in
+    ``order``; ``raw`` is what the verifier's logits encode."""
+
+    raw: np.ndarray = field(default_factory=lambda: np.zeros((0,)))
+    order: FilterOrder = "sequential"
+
+
+def exact_rows(raw: np.ndarray, params: RequestParams, order: FilterOrder) -> np.ndarray:
+    """The processed rows, exactly (from the float32 raw rows the verifier's logits encode)."""
+    out = np.zeros(raw.shape)
+    for index in np.ndindex(raw.shape[:-1]):
+        row = [Fraction(float(v)) for v in raw[index].astype(np.float32)]
+        total = sum(row, Fraction(0))
+        law = filtered(
+            [v / total for v in row],
+            top_k=params.top_k,
+            top_p=None if params.top_p is None else Fraction(params.top_p),
+            min_p=None if params.min_p is None else Fraction(params.min_p),
+            order=order,
+        )
+        out[index] = [float(v) for v in law]
+    return out
+
+
+def decision_margin(row: np.ndarray, params: RequestParams) -> float:
+    """The smallest distance of any cut of ``row`` from its threshold, over both orders."""
+    probs = [Fraction(float(v)) for v in row]
+    order = ranked(probs)
+    masses = [float(probs[t]) for t in order]
+    gaps = [1.0]
+    if params.top_k is not None and params.top_k < len(row):
+        gaps.append(masses[params.top_k - 1] - masses[params.top_k])
+    if params.top_p is not None:
+        scales = [1.0]
+        if params.top_k is not None:
+            scales.append(sum(masses[: params.top_k]))
+        before = np.cumsum([0.0, *masses[:-1]])
+        gaps += [abs(b - params.top_p * s) for s in scales for b in before]
+    if params.min_p is not None:
+        gaps += [abs(m - params.min_p * masses[0]) for m in masses]
+    return min(gaps)
+
+
+def binds(row: np.ndarray, params: RequestParams) -> bool:
+    """Whether the filters cut tokens with mass as the case needs: with top-k and top-p, the
+    two orders keep different tokens; with min-p, it removes a token top-k keeps."""
+    probs = [Fraction(float(v)) for v in row]
+    total = sum(probs, Fraction(0))
+    probs = [v / total for v in probs]
+    top_p = None if params.top_p is None else Fraction(params.top_p)
+    min_p = None if params.min_p is None else Fraction(params.min_p)
+    if top_p is not None and params.top_k is not None:
+        laws = [
+            filtered(probs, top_k=params.top_k, top_p=top_p, order=order) for order in FILTER_ORDERS
+        ]
+        if [v > 0 for v in laws[0]] == [v > 0 for v in laws[1]]:
+            return False
+    if min_p is not None:
+        with_min_p = filtered(probs, top_k=params.top_k, min_p=min_p)
+        without = filtered(probs, top_k=params.top_k)
+        if sum(v > 0 for v in with_min_p) == sum(v > 0 for v in without):
+            return False
+    return True
+
+
+def raw_rows(
+    rng: np.random.Generator,
+    shape: tuple[int, ...],
+    masses: tuple[float, ...],
+    params: RequestParams,
+) -> np.ndarray:
+    """Rows of the template ``masses`` (jittered, tokens permuted) on which the filters bind
+    and every cut keeps :data:`MARGIN` from its threshold."""
+    out = np.zeros((*shape, len(masses)))
+    for index in np.ndindex(shape):
+        while True:
+            row = np.asarray(masses) * np.exp(0.05 * rng.standard_normal(len(masses)))
+            row /= row.sum()
+            if decision_margin(row, params) >= MARGIN and binds(row, params):
+                break
+        out[index] = row[rng.permutation(len(masses))]
+    return out
+
+
+def filter_problems(seed: int = 0, order: FilterOrder = "sequential") -> list[FilterProblem]:
+    """The two binding cases (V = 6, gamma = 2, two states, draft lengths 0..2, random rows)
+    under ``order``; their own random stream, so the rest of the battery is unchanged."""
+    if order not in FILTER_ORDERS:
+        raise ValueError(f"filter order must be one of {FILTER_ORDERS}, got {order!r}")
+    rng = np.random.default_rng([seed, 34])
+    gamma, states = 2, 2
+    out = []
+    for name, params, masses, what in (
+        ("filters-order", ORDER_REQUEST, ORDER_MASSES, "top-k 4 and top-p 0.7 both bind"),
+        ("filters-min-p", MIN_P_REQUEST, MIN_P_MASSES, "min-p 0.2 binds (top-k 5)"),
+    ):
+        raw = raw_rows(rng, (gamma + 1, states), masses, params)
+        draft = rng.gamma(0.6, size=(gamma, states, len(masses)))
+        draft /= draft.sum(axis=-1, keepdims=True)
+        out.append(
+            FilterProblem(
+                name,
+                exact_rows(raw, params, order),
+                draft,
+                ragged=True,
+                requests=(params,),
+                description=f"V=6, {what} on tokens with mass, {order} order",
+                raw=raw,
+                order=order,
+            )
+        )
+    return out
+
+
+def variant_tv(
+    problem: FilterProblem, params: RequestParams | None = None, order: FilterOrder | None = None
+) -> float:
+    """The exact TV between the audited round law and the round law of the same raw rows
+    processed with other ``params`` or in another ``order``: what a verifier that filters
+    that way is off by (the power of every statistical row is stated against TV >= delta)."""
+    from .laws import exact_round_law
+
+    rows = exact_rows(problem.raw, params or problem.requests[0], order or problem.order)
+    mine, theirs = exact_round_law(problem), exact_round_law(replace(problem, target=rows))
+    return sum(abs(mine.get(k, 0.0) - theirs.get(k, 0.0)) for k in {*mine, *theirs}) / 2
+
+
+def order_tv(problem: FilterProblem) -> float:
+    """:func:`variant_tv` of the other filter order."""
+    return variant_tv(problem, order="joint" if problem.order == "sequential" else "sequential")
+
+
+def accepts_filters(fn: Verifier) -> bool:
+    """Whether an hf-signature verifier takes the request's filters as keywords."""
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
+    return all(name in parameters for name in FILTER_KEYWORDS)
+
+
+def reaches(fn: Verifier, signature: Signature) -> bool:
+    """Whether ``fn`` can be audited on the binding cases with ``signature``."""
+    if signature == "flashinfer":
+        return False
+    return signature != "hf" or accepts_filters(fn)
+
+
+def raw_target(problem: FilterProblem, tokens: torch.Tensor) -> torch.Tensor:
+    """[B, gamma + 1, V] float32 raw rows behind each drafted row's target rows."""
+    raw = torch.from_numpy(problem.raw).to(torch.float32)
+    state = torch.full(tokens.shape[:1], problem.prompt_state, dtype=torch.int64)
+    rows = []
+    for k in range(problem.gamma + 1):
+        rows.append(raw[k][state])
+        if k < problem.gamma:
+            state = tokens[:, k] % problem.states
+    return torch.stack(rows, 1)
+
+
+def filter_round(
+    fn: Verifier,
+    signature: Signature,
+    drafter: DraftFn | None = None,
+    *,
+    marker: float = GREEDY_TEMPERATURE,
+    max_batch: int = DEFAULT_MAX_BATCH,
+) -> RoundFn:
+    """:func:`specproof.audit.rounds.verifier_round`, with binding cases' target rows sent raw
+    (``vllm-logits``: logits T log raw; ``hf``: the same logits and the filters as keywords)."""
+    plain = verifier_round(fn, signature, drafter, marker=marker, max_batch=max_batch)
+
+    def run(problem: TableProblem, batch: int, generator: torch.Generator) -> Any:
+        if not isinstance(problem, FilterProblem) or signature in ("vllm", "flashinfer"):
+            return plain(problem, batch, generator)
+        drafts = draft_rounds(problem, batch, generator, drafter=drafter)
+        raw = raw_target(problem, drafts.tokens)
+        params = problem.requests[0]
+        if signature == "vllm-logits":
+            logits = (torch.log(raw.double()) * params.temperature).to(torch.float32)
+            sent = replace(drafts, target_probs=logits)
+            out = call_vllm(fn, sent, problem, generator, marker=marker, max_batch=max_batch)
+        else:  # hf: call_hf sends T log(rows) at the request's temperature
+            keywords = {name: getattr(params, name) for name in FILTER_KEYWORDS}
+            bound: Callable[..., Any] = functools.partial(fn, **keywords)
+            out = call_hf(bound, replace(drafts, target_probs=raw), problem, generator)
+        check_structure(out, drafts, problem.vocab)
+        return out, drafts
+
+    return run
