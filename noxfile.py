@@ -153,7 +153,7 @@ def bench(session: nox.Session) -> None:
 def calibration(session: nox.Session) -> None:
     """Observed false-fail rate and power of the statistical tests, beside alpha and 1 - beta."""
     install(session, "test")
-    session.run("python", "-m", "specproof.stats.calibrate", *session.posargs)
+    session.run("python", "-m", "specproof.audit.calibrate", *session.posargs)
 
 
 @nox.session(**SHARED, default=False)

@@ -11,6 +11,14 @@ reference's ``schedule(confidences, sps) -> list[int]``) are checked exactly: TV
 Command: ``specproof audit module:function --signature flashinfer|vllm|hf`` (``--drafter
 MODULE:FN`` to audit a drafting function), or ``specproof audit module:function --scheduler``;
 exit status 0 only if every row passes, 1 if one fails, 2 for a usage error.
+
+Modules, in reading order; each imports only modules before it (``tests/audit/test_layering.py``):
+``requests`` (engine sampling parameters), ``errors``, ``problems`` (table problems, exact laws
+in float64), ``drafting``, ``structure`` (exact layout checks), ``signatures`` (calls with each
+engine's signature), ``rounds`` (sampling rounds); ``laws`` (exact round laws from the
+reference), ``adversarial``, ``cases`` (the battery), ``report``; the rows built on them
+(``calls``, ``drafters``, ``run``, ``hunt``); ``examples`` and ``bugclasses`` (subjects); the
+commands (``cli``, ``bench``, ``calibrate``). ``specproof.stats`` never imports this package.
 """
 
 from __future__ import annotations

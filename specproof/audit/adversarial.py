@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .harness import TableProblem
+from .problems import TableProblem
 
 CASES: dict[str, tuple[list[list[int]], list[list[int]], str]] = {
     "adversarial-threshold-eps": (

@@ -23,9 +23,9 @@ import torch
 from specproof.sections import replace_section
 
 from .cases import verifier_problems
-from .harness import verifier_round
 from .laws import exact_round_law
 from .mutants import rejection_sample
+from .rounds import verifier_round
 from .run import audit_problem
 
 ROOT = Path(__file__).resolve().parents[2]

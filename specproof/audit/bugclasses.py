@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from . import examples
-from .harness import Signature
+from .signatures import Signature
 
 
 @dataclass(frozen=True)

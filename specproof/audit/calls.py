@@ -24,21 +24,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from .harness import (
-    Drafts,
-    Signature,
-    TableProblem,
-    Verifier,
-    VerifierError,
-    _accepts_generator,
-    _seed_torch,
-    call_hf,
-    check_structure,
-    draft_rounds,
-    vllm_call,
-)
+from .drafting import Drafts, draft_rounds
+from .errors import VerifierError
+from .problems import TableProblem
 from .report import CaseResult, exact_row
 from .requests import GREEDY_TEMPERATURE
+from .signatures import Signature, Verifier, accepts_generator, call_hf, seed_torch, vllm_call
+from .structure import check_structure
 
 CASE = "calls"
 
@@ -91,7 +83,7 @@ def _flashinfer_call(
     if seed is not None:
         kwargs["generator"] = torch.Generator().manual_seed(seed)
     else:
-        _seed_torch(stream)
+        seed_torch(stream)
     result = fn(
         drafts.draft_probs.contiguous(),
         drafts.tokens.to(torch.int32).contiguous(),
@@ -186,7 +178,7 @@ def audit_calls(
             again = _flashinfer_call(fn, drafts, stream, None)
             seeded = None
             third = first
-            if _accepts_generator(fn):
+            if accepts_generator(fn):
                 s1, s2 = (int(v) for v in torch.randint(0, 2**62, (2,), generator=stream))
                 seeded_a = _flashinfer_call(fn, drafts, stream, s1)
                 seeded_b = _flashinfer_call(fn, drafts, stream, s1)
@@ -219,7 +211,7 @@ def audit_calls(
                 "seeds", across[seeded], collision[seeded], alpha, beta, delta, "differently seeded"
             )
         )
-    elif signature == "flashinfer" and _accepts_generator(fn):
+    elif signature == "flashinfer" and accepts_generator(fn):
         differs = np.nonzero(~(seeded_a == seeded_b).all(1).numpy())[0]
         results.append(_repeat_row(differs, batch, "generator="))
         across = (seeded_a == seeded_c).all(1).numpy()

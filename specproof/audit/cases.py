@@ -18,7 +18,7 @@ from specproof.reference import (
 )
 from specproof.stats import HashPartition
 
-from .harness import TableProblem
+from .problems import TableProblem
 from .requests import request_kinds
 
 LARGE_VOCAB = 50_257

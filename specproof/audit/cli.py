@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from .cases import LARGE_VOCAB, LONG_LARGE_VOCAB, verifier_problems
-from .harness import Signature
 from .hunt import DEFAULT_BUDGET
 from .report import AuditReport
 from .requests import GREEDY_TEMPERATURE, LEGACY_GREEDY_TEMPERATURE
@@ -26,6 +25,7 @@ from .run import (
     audit_verifier,
     progress_bar,
 )
+from .signatures import Signature
 
 SIGNATURES = ("flashinfer", "vllm", "vllm-logits", "hf")
 MARKERS = {"0": GREEDY_TEMPERATURE, "-1": LEGACY_GREEDY_TEMPERATURE}

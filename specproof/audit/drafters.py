@@ -26,7 +26,7 @@ import torch
 from specproof.stats import goodness_of_fit, required_samples
 
 from .calls import rows_needed
-from .harness import DraftFn
+from .drafting import DraftFn
 from .report import CaseResult, exact_row
 
 TEMPERATURES = (0.6, 0.7, 1.0)

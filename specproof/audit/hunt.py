@@ -20,16 +20,11 @@ from dataclasses import dataclass
 
 import torch
 
-from .harness import (
-    PLACEHOLDER,
-    Signature,
-    Verifier,
-    VerifierError,
-    _seed_torch,
-    vllm_metadata,
-)
+from .errors import VerifierError
+from .problems import PLACEHOLDER
 from .report import AuditReport, CaseResult, exact_row
-from .requests import MASKED_LOGIT
+from .requests import MASKED_LOGIT, vllm_metadata
+from .signatures import Signature, Verifier, seed_torch
 
 DEFAULT_BATCH = 1 << 18
 CONFIDENCE = 0.95
@@ -106,7 +101,7 @@ def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> C
         metadata = vllm_metadata(batch)
 
         def call_vllm(size: int, generator: torch.Generator) -> torch.Tensor:
-            _seed_torch(generator)
+            seed_torch(generator)
             return fn(flat_tokens, [gamma] * batch, gamma, cu, draft, target, bonus, metadata)
 
         return call_vllm
@@ -115,7 +110,7 @@ def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> C
         target3 = case.target.expand(batch, gamma + 1, vocab).contiguous()
 
         def call_flashinfer(size: int, generator: torch.Generator) -> torch.Tensor:
-            _seed_torch(generator)
+            seed_torch(generator)
             zeros = torch.zeros(batch, dtype=torch.int32)
             result = fn(draft3, tokens.to(torch.int32), target3, zeros, zeros.clone())
             return result[0] if isinstance(result, tuple | list) else result
@@ -126,7 +121,7 @@ def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> C
     target_logits = (torch.log(case.target.double()) * scale).float().unsqueeze(0)
 
     def call_hf(size: int, generator: torch.Generator) -> torch.Tensor:
-        _seed_torch(generator)
+        seed_torch(generator)
         out = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
         for row in range(batch):
             result = fn(case.tokens.unsqueeze(0), draft_logits, target_logits, scale)

@@ -35,7 +35,7 @@ from specproof.reference import (
     round_law,
 )
 
-from .harness import Outcome, TableProblem, token_classes
+from .problems import Outcome, TableProblem, exact_output_law, token_classes
 
 Law = dict[Outcome, float]
 RuleFor = Callable[[bool], VerificationRule]
@@ -176,8 +176,6 @@ def tokens_law(problem: TableProblem) -> dict[tuple[int, ...], float]:
     from specproof.reference import target_law
 
     if problem.vocab > EXACT_VOCAB:
-        from .harness import exact_output_law
-
         return exact_output_law(problem)
     target, _, prompt = reference_models(problem)
     classes, _ = token_classes(problem)

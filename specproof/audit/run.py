@@ -25,24 +25,22 @@ from specproof.reference import (
 from specproof.stats import HashPartition, goodness_of_fit, required_samples
 
 from .cases import applies, calls_problem, scheduler_cases, verifier_problems
-from .harness import (
-    CaseTimeout,
-    DraftFn,
+from .drafting import DraftFn
+from .errors import CaseTimeout, VerifierError
+from .laws import Law, exact_round_law, length_law, lengths_of, position_law, tokens_law
+from .problems import TableProblem
+from .report import AuditReport, CaseResult, exact_row
+from .requests import GREEDY_TEMPERATURE
+from .rounds import (
     RoundFn,
     Sampled,
-    Signature,
-    TableProblem,
-    Verifier,
-    VerifierError,
     first_round_of,
     observed_classes,
     round_counts,
     sample_rounds,
     verifier_round,
 )
-from .laws import Law, exact_round_law, length_law, lengths_of, position_law, tokens_law
-from .report import AuditReport, CaseResult, exact_row
-from .requests import GREEDY_TEMPERATURE
+from .signatures import Signature, Verifier
 
 DEFAULT_ALPHA = 1e-6
 DEFAULT_BETA = 1e-4

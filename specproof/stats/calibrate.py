@@ -1,23 +1,20 @@
 """Measure the test's error rates instead of assuming them.
 
-``python -m specproof.stats.calibrate`` runs :func:`~specproof.stats.goodness_of_fit` many times
-with independent seeds (a) on correct samplers, reporting the observed false-fail rate beside
-alpha, and (b) on biased samplers at a known TV, reporting the observed power beside 1 - beta.
-It uses alpha = beta = 0.05 (not the suite's 1e-6) so that rates are measurable with a few
-thousand runs; the bounds are conservative, so the observed false-fail rate sits below alpha.
-Writes ``calibration/calibration.json`` and ``calibration/CALIBRATION.md``.
+:func:`measure` runs :func:`~specproof.stats.goodness_of_fit` many times with independent seeds
+(a) on a correct sampler, giving the observed false-fail rate beside alpha, and (b) on a biased
+sampler at a known TV, giving the observed power beside 1 - beta. It uses alpha = beta = 0.05
+(not the suite's 1e-6) so that rates are measurable with a few thousand runs; the bounds are
+conservative, so the observed false-fail rate sits below alpha. The samplers measured by
+``nox -s calibration`` (the reference decoder and the audit's example verifier among them) are
+run by :mod:`specproof.audit.calibrate`, which sits above both packages.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -27,7 +24,6 @@ from .gof import Mass, exact_tv, goodness_of_fit
 
 ALPHA = 0.05
 BETA = 0.05
-OUTPUT = Path("calibration")
 
 Law = dict[Hashable, Mass]
 Draw = Callable[[int, int], Counter[Hashable]]
@@ -129,104 +125,6 @@ def shifted(law: Law, delta: float) -> Law:
     return out
 
 
-def reference_draw(scheduler_name: str) -> tuple[Draw, Law, Law]:
-    """The reference's seeded sampler on the previous-token case (chain rule)."""
-    from specproof.audit.cases import previous_token_case
-    from specproof.reference import Algorithm1, GlobalSearch, exact_law, reference_law, sample
-
-    case = previous_token_case()
-    scheduler = Algorithm1() if scheduler_name == "algorithm1" else GlobalSearch()
-    decoder = case.decoder(scheduler)
-
-    def draw(n: int, seed: int) -> Counter[Hashable]:
-        base = 10**7 * (seed + 1)
-        return Counter(
-            sample(decoder, case.prompts, case.num_tokens, source=base + i) for i in range(n)
-        )
-
-    truth = dict(exact_law(decoder, case.prompts, case.num_tokens))
-    null = dict(reference_law(decoder, case.prompts, case.num_tokens))
-    return draw, truth, null
-
-
-def verifier_draw(biased: bool) -> tuple[Draw, Law]:
-    """The torch FlashInfer-signature example verifier on the audit's small-vocab problem."""
-    from specproof.audit import examples
-    from specproof.audit.cases import verifier_problems
-    from specproof.audit.harness import exact_output_law, sample_rounds, verifier_round
-
-    problem = next(p for p in verifier_problems(0, large_vocab=64) if p.name == "small-vocab")
-    fn = (
-        examples.biased_chain_speculative_sampling
-        if biased
-        else examples.chain_speculative_sampling
-    )
-    round_fn = verifier_round(fn, "flashinfer")
-
-    def draw(n: int, seed: int) -> Counter[Hashable]:
-        outputs = sample_rounds(problem, round_fn, n, seed=10**6 + seed).outputs
-        return Counter(int(row[0]) for row in outputs)  # first token: V cells
-
-    first: Law = {}
-    for key, mass in exact_output_law(problem).items():
-        first[key[0]] = float(first.get(key[0], 0.0)) + mass
-    return draw, first
-
-
-def run(runs: int, progress: Callable[[str], None]) -> list[Measurement]:
-    out: list[Measurement] = []
-    for cells, delta in [(4, 0.1), (10, 0.1), (32, 0.1)]:
-        law: Law = {i: (i + 1) / (cells * (cells + 1) / 2) for i in range(cells)}
-        name = f"multinomial, {cells} cells"
-        out.append(measure(name, "false-fail", multinomial(law), law, law, delta, runs, progress))
-        biased = shifted(law, delta)
-        out.append(measure(name, "power", multinomial(biased), biased, law, delta, runs, progress))
-    reference_runs = max(50, runs // 10)
-    draw, truth, null = reference_draw("algorithm1")
-    out.append(
-        measure(
-            "reference sampler, chain + algorithm1",
-            "false-fail",
-            draw,
-            truth,
-            null,
-            0.15,
-            reference_runs,
-            progress,
-            tolerance=1e-12,
-        )
-    )
-    draw, truth, null = reference_draw("global-search")
-    out.append(
-        measure(
-            "reference sampler, chain + global search",
-            "power",
-            draw,
-            truth,
-            null,
-            0.15,
-            reference_runs,
-            progress,
-            tolerance=1e-12,
-        )
-    )
-    draw, law = verifier_draw(biased=False)
-    out.append(
-        measure(
-            "torch chain verifier (FlashInfer signature)",
-            "false-fail",
-            draw,
-            law,
-            law,
-            0.1,
-            max(50, runs // 4),
-            progress,
-            tolerance=1e-4,
-        )
-    )
-    return out
-
-
 def markdown(results: list[Measurement], seconds: float) -> str:
     lines = [
         "# Calibration of specproof.stats",
@@ -253,35 +151,3 @@ def markdown(results: list[Measurement], seconds: float) -> str:
         )
     lines += ["", f"Total time {seconds:.0f} s.", ""]
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m specproof.stats.calibrate", description=__doc__
-    )
-    parser.add_argument("--runs", type=int, default=2000, help="seeds per multinomial row")
-    parser.add_argument("--out", type=Path, default=OUTPUT, help="folder for the results")
-    args = parser.parse_args(argv)
-
-    def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    start = time.perf_counter()
-    results = run(args.runs, progress)
-    seconds = time.perf_counter() - start
-    args.out.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "alpha": ALPHA,
-        "beta": BETA,
-        "seconds": seconds,
-        "results": [{**asdict(r), "consistent": r.consistent} for r in results],
-    }
-    (args.out / "calibration.json").write_text(json.dumps(payload, indent=2) + "\n")
-    text = markdown(results, seconds)
-    (args.out / "CALIBRATION.md").write_text(text)
-    print(text)
-    return 0 if all(r.consistent for r in results) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -73,7 +73,8 @@ def test_a_case_past_its_deadline_stops_and_names_the_case() -> None:
 
     import pytest
 
-    from specproof.audit.harness import CaseTimeout, sample_rounds, verifier_round
+    from specproof.audit.errors import CaseTimeout
+    from specproof.audit.rounds import sample_rounds, verifier_round
 
     problem = PROBLEMS["ragged"]
     round_fn = verifier_round(examples.rejection_sample, "vllm")

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from specproof.audit.cases import verifier_problems
-from specproof.audit.harness import TableProblem
 from specproof.audit.laws import binned_round_law, completed_law, exact_round_law, tokens_law
+from specproof.audit.problems import TableProblem
 from specproof.stats import HashPartition
 
 SMALL = [p for p in verifier_problems(0, 64) if p.vocab <= 16 and not p.positions]

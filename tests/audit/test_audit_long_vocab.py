@@ -17,7 +17,7 @@ import pytest
 from specproof.audit import audit_verifier, examples
 from specproof.audit.bugclasses import _vllm_model
 from specproof.audit.cases import verifier_problems
-from specproof.audit.harness import TableProblem, token_classes
+from specproof.audit.problems import TableProblem, token_classes
 
 VOCAB = 256
 DELTA = 0.05

@@ -13,7 +13,7 @@ import torch
 from specproof.audit import audit_verifier, examples, main
 from specproof.audit.calls import audit_calls, collision_probability, rows_needed
 from specproof.audit.cases import calls_problem, verifier_problems
-from specproof.audit.harness import Drafts
+from specproof.audit.drafting import Drafts
 from specproof.audit.hunt import excluded_rate, hunt_case, hunt_cases
 from specproof.audit.requests import (
     RequestParams,

@@ -14,7 +14,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from specproof.audit.harness import PLACEHOLDER, TableProblem, categorical, draft_rounds
+from specproof.audit.drafting import categorical, draft_rounds
+from specproof.audit.problems import PLACEHOLDER, TableProblem
 
 BF16_LOGIT_OFFSET = 200.0
 """Logit magnitude at which bf16 rounds to whole units (spacing 1 in [128, 256))."""

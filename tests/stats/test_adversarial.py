@@ -22,7 +22,8 @@ from stats.adversarial import (
     top_k_rows,
 )
 
-from specproof.audit.harness import TableProblem, exact_output_law, sample_rounds
+from specproof.audit.problems import TableProblem, exact_output_law
+from specproof.audit.rounds import sample_rounds
 from specproof.stats import FitResult, detection_power, exact_tv, goodness_of_fit, required_samples
 
 ALPHA = 1e-6

@@ -10,8 +10,8 @@ import numpy as np
 
 from specproof.stats import exact_tv
 
-from ..harness import TableProblem
 from ..laws import default_rule, exact_round_law
+from ..problems import TableProblem
 from .rules import MutantChain
 
 CLASSES = (

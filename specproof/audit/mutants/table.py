@@ -25,9 +25,9 @@ import torch
 from specproof.stats import exact_tv, required_samples
 
 from ..cases import applies, verifier_problems
-from ..harness import TableProblem
 from ..hunt import hunt_case, hunt_cases, rounds_to_find
 from ..laws import EXACT_VOCAB, completed_law, default_rule, exact_round_law, tokens_law
+from ..problems import TableProblem
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, DEFAULT_TOLERANCE, audit_verifier
 from .catalogue import MUTANTS, Mutant, make_drafter
 from .rules import MutantChain, MutantGreedy

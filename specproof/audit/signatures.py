@@ -1,0 +1,208 @@
+"""Calling a verifier with an engine's signature: FlashInfer's chain_speculative_sampling,
+vLLM's rejection_sample (probabilities or raw logits) and the batch-1 logits signature ``hf``;
+each call returns the emitted tokens [B, gamma + 1], -1 padded."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, Literal
+
+import torch
+
+from .drafting import Drafts, draw_states
+from .errors import VerifierError
+from .problems import PLACEHOLDER, TableProblem
+from .requests import GREEDY_TEMPERATURE, raw_logits, vllm_metadata
+from .structure import emitted_lengths
+
+Signature = Literal["flashinfer", "vllm", "vllm-logits", "hf"]
+Verifier = Callable[..., Any]
+
+
+def accepts_generator(fn: Verifier) -> bool:
+    try:
+        return "generator" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def seed_torch(generator: torch.Generator) -> None:
+    """Verifiers that draw from torch's default generator get a seed from the audit's stream."""
+    torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
+
+
+def call_flashinfer(fn: Verifier, drafts: Drafts, generator: torch.Generator) -> torch.Tensor:
+    """Call ``fn`` with FlashInfer's chain_speculative_sampling signature, once per draft
+    length (its layout is dense), and check its counters."""
+    batch, gamma = drafts.tokens.shape
+    padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
+    for length in torch.unique(drafts.lengths).tolist():
+        rows = torch.nonzero(drafts.lengths == length).squeeze(1)
+        accepted = torch.zeros(len(rows), dtype=torch.int32)
+        emitted = torch.zeros(len(rows), dtype=torch.int32)
+        kwargs: dict[str, Any] = {"deterministic": True}
+        if accepts_generator(fn):
+            kwargs["generator"] = generator
+        else:
+            seed_torch(generator)
+        result = fn(
+            drafts.draft_probs[rows, :length].contiguous(),
+            drafts.tokens[rows, :length].to(torch.int32).contiguous(),
+            drafts.target_probs[rows, : length + 1].contiguous(),
+            accepted,
+            emitted,
+            **kwargs,
+        )
+        out = result[0] if isinstance(result, tuple | list) else result
+        out = torch.as_tensor(out).to(torch.int64)
+        if out.shape != (len(rows), length + 1):
+            raise VerifierError(
+                f"output_token_ids has shape {tuple(out.shape)}, expected {(len(rows), length + 1)}"
+            )
+        if isinstance(result, tuple | list) and len(result) >= 3:
+            reported = torch.as_tensor(result[2]).to(torch.int64)
+            wrong = torch.nonzero(reported != emitted_lengths(out) - 1)
+            if len(wrong):
+                raise VerifierError(
+                    "emitted_num differs from the drafts kept in output_token_ids",
+                    int(rows[int(wrong[0, 0])]),
+                )
+        padded[rows, : length + 1] = out
+    return padded
+
+
+def bonus_tokens(problem: TableProblem, drafts: Drafts, generator: torch.Generator) -> torch.Tensor:
+    """The bonus token of every row, from the target row after its last draft (argmax for
+    greedy rows): what an engine samples before calling vLLM's rejection_sample."""
+    lengths = drafts.lengths
+    last_state = torch.where(
+        lengths > 0,
+        drafts.tokens.gather(1, (lengths - 1).clamp_min(0).unsqueeze(1)).squeeze(1) % problem.states
+        if drafts.tokens.shape[1]
+        else torch.zeros_like(lengths),
+        torch.full_like(lengths, problem.prompt_state),
+    )
+    keys = lengths * problem.states + last_state
+    flat = problem.target_cdf.reshape(-1, problem.vocab)
+    drawn = draw_states(flat, keys, generator)
+    if not bool(drafts.greedy.any()):
+        return drawn
+    best = problem.target32.reshape(-1, problem.vocab).argmax(-1)[keys]
+    return torch.where(drafts.greedy, best, drawn)
+
+
+def vllm_call(
+    drafts: Drafts,
+    problem: TableProblem,
+    generator: torch.Generator,
+    *,
+    logits: bool = False,
+    marker: float = GREEDY_TEMPERATURE,
+) -> Callable[..., torch.Tensor]:
+    """vLLM's rejection_sample inputs for these drafts (ragged, flattened rows), built once;
+    the returned call can be repeated on identical inputs (fresh per-request generators with
+    the same seeds each time, or ``seeds`` instead). ``logits``: target rows as raw logits
+    (current vLLM hands its sampler raw logits and the request's parameters) instead of
+    processed probabilities."""
+    batch, gamma = drafts.tokens.shape
+    lengths = drafts.lengths
+    keep = torch.arange(gamma).unsqueeze(0) < lengths.unsqueeze(1)  # [B, gamma]
+    bonus = bonus_tokens(problem, drafts, generator).to(torch.int32).unsqueeze(1)
+    num_draft = lengths.tolist()
+    params = drafts.params(problem)
+    target = drafts.target_probs[:, :gamma][keep].contiguous()
+    if logits:
+        row_of = torch.arange(batch).unsqueeze(1).expand(batch, gamma)[keep]
+        temperature = torch.tensor([p.temperature for p in params], dtype=torch.float64)
+        temperature = torch.where(drafts.greedy, 0.0, temperature)[row_of]
+        dropped = torch.tensor([p.dropped_mass() for p in params], dtype=torch.float64)
+        target = raw_logits(target, temperature, torch.where(drafts.greedy, 0.0, dropped)[row_of])
+    args = (
+        drafts.tokens[keep].to(torch.int32).contiguous(),
+        num_draft,
+        max(num_draft) if num_draft else 0,
+        torch.cumsum(lengths, 0).to(torch.int32),
+        None if problem.ngram else drafts.draft_probs[keep].contiguous(),
+        target,
+        bonus.contiguous(),
+    )
+
+    def call(fn: Verifier, seeds: torch.Tensor | None = None) -> torch.Tensor:
+        seed_torch(generator)
+        own = drafts if seeds is None else replace(drafts, seeds=seeds)
+        metadata = vllm_metadata(
+            batch,
+            drafts.greedy,
+            marker=marker,
+            params=params,
+            generators=own.generators(),
+            vocab=problem.vocab,
+        )
+        out = torch.as_tensor(fn(*args, metadata)).to(torch.int64)
+        if out.dim() != 2 or out.shape[0] != batch:
+            raise VerifierError(f"output has shape {tuple(out.shape)}, expected [{batch}, n + 1]")
+        padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
+        width = min(out.shape[1], gamma + 1)
+        padded[:, :width] = out[:, :width]
+        if out.shape[1] > gamma + 1:
+            extra = torch.nonzero((out[:, gamma + 1 :] != PLACEHOLDER).any(1))
+            if len(extra):
+                raise VerifierError("a row emitted more than its drafts plus one", int(extra[0, 0]))
+        return padded
+
+    return call
+
+
+def call_vllm(
+    fn: Verifier,
+    drafts: Drafts,
+    problem: TableProblem,
+    generator: torch.Generator,
+    *,
+    logits: bool = False,
+    marker: float = GREEDY_TEMPERATURE,
+) -> torch.Tensor:
+    """Call ``fn`` once with vLLM's rejection_sample signature (see :func:`vllm_call`)."""
+    return vllm_call(drafts, problem, generator, logits=logits, marker=marker)(fn)
+
+
+HF_TEMPERATURE = 0.5
+"""Temperature of the hf signature's cases (each request's own temperature where the problem
+has requests): the logits are T log p, so softmax(logits / T) = p exactly when (and only when)
+the temperature is applied to both sides."""
+
+
+def call_hf(
+    fn: Verifier, drafts: Drafts, problem: TableProblem, generator: torch.Generator
+) -> torch.Tensor:
+    """Call ``fn`` once per row with the hf signature (batch 1, logits and a temperature):
+
+    ``fn(draft_tokens [1, n] int64, draft_logits [1, n, V], target_logits [1, n + 1, V],
+    temperature: float)`` returns the emitted tokens [1, m] (or a tuple whose first item they
+    are): m - 1 accepted drafts, then the correction or bonus token.
+    """
+    batch, gamma = drafts.tokens.shape
+    padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
+    temperatures = [
+        p.temperature if problem.requests else HF_TEMPERATURE for p in drafts.params(problem)
+    ]
+    scale = torch.tensor(temperatures, dtype=torch.float64).reshape(-1, 1, 1)
+    draft_logits = (torch.log(drafts.draft_probs.double()) * scale).to(torch.float32)
+    target_logits = (torch.log(drafts.target_probs.double()) * scale).to(torch.float32)
+    seed_torch(generator)
+    for row in range(batch):
+        n = int(drafts.lengths[row])
+        result = fn(
+            drafts.tokens[row : row + 1, :n].clone(),
+            draft_logits[row : row + 1, :n].clone(),
+            target_logits[row : row + 1, : n + 1].clone(),
+            temperatures[row],
+        )
+        out = result[0] if isinstance(result, tuple | list) else result
+        out = torch.as_tensor(out).to(torch.int64).reshape(-1)
+        if not 1 <= out.numel() <= n + 1:
+            raise VerifierError(f"emitted {out.numel()} tokens for {n} drafts", row)
+        padded[row, : out.numel()] = out
+    return padded

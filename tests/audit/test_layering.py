@@ -1,0 +1,79 @@
+"""The audit package reads top-down: each module imports only modules before it in the order
+the package docstring gives, and ``specproof.stats`` (which the audit builds on) never imports
+the audit, not even inside a function."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import specproof.audit
+
+ROOT = Path(__file__).resolve().parents[2] / "specproof"
+ORDER = [
+    "requests",
+    "errors",
+    "problems",
+    "drafting",
+    "structure",
+    "signatures",
+    "rounds",
+    "laws",
+    "adversarial",
+    "cases",
+    "report",
+    "calls",
+    "drafters",
+    "run",
+    "hunt",
+    "examples",
+    "bugclasses",
+    "cli",
+    "bench",
+    "calibrate",
+]
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of every module ``path`` imports, at any depth of the file."""
+    package = "specproof." + ".".join(path.relative_to(ROOT).parent.parts)
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rstrip(".").split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            out.add(module)
+            out.update(f"{module}.{alias.name}" for alias in node.names)
+    return out
+
+
+def test_stats_never_imports_the_audit() -> None:
+    climbing = {
+        str(path.relative_to(ROOT)): sorted(n for n in _imports(path) if "specproof.audit" in n)
+        for path in (ROOT / "stats").glob("*.py")
+    }
+    assert not {k: v for k, v in climbing.items() if v}
+
+
+def test_each_audit_module_imports_only_modules_before_it() -> None:
+    backwards = {}
+    for index, name in enumerate(ORDER):
+        imported = _imports(ROOT / "audit" / f"{name}.py")
+        later = [m for m in ORDER[index:] if f"specproof.audit.{m}" in imported]
+        if later:
+            backwards[name] = later
+    assert not backwards
+
+
+def test_the_order_is_the_packages_and_the_docstrings() -> None:
+    modules = {p.stem for p in (ROOT / "audit").glob("*.py")} - {"__init__"}
+    assert modules == set(ORDER)
+    doc = specproof.audit.__doc__ or ""
+    positions = [doc.index(f"``{name}``") for name in ORDER]
+    assert positions == sorted(positions)
