@@ -26,6 +26,7 @@ import torch
 
 from .drafting import Drafts, draft_rounds
 from .errors import VerifierError
+from .ids import integer_ids
 from .problems import TableProblem
 from .report import CaseResult, exact_row
 from .requests import GREEDY_TEMPERATURE
@@ -92,10 +93,10 @@ def _flashinfer_call(
         torch.zeros(batch, dtype=torch.int32),
         **kwargs,
     )
-    out = torch.as_tensor(result[0] if isinstance(result, tuple | list) else result)
+    out = integer_ids(result[0] if isinstance(result, tuple | list) else result, "output")
     if out.shape != (batch, gamma + 1):
         raise VerifierError(f"output_token_ids has shape {tuple(out.shape)}")
-    return out.to(torch.int64)
+    return out
 
 
 def _rate_row(
@@ -193,6 +194,9 @@ def audit_calls(
     except VerifierError as error:
         detail = f"{CASE}/layout: {error.message}"
         return [exact_row(CASE, "layout", batch, "FAIL", detail)]
+    except Exception as error:  # the verifier raised: a failed row, not the audit's end
+        detail = f"{CASE}: the verifier raised {type(error).__name__}: {error}"
+        return [exact_row(CASE, "runs", 0, "FAIL", detail)]
     collision = collision_probability(drafts, bonus_given=signature.startswith("vllm"))
     identical = (first == again).all(1).numpy()
     results: list[CaseResult] = []
