@@ -5,7 +5,9 @@ verifier and for verifiers written as a per-request loop (HF's ``_speculative_sa
 
 Each verifier is audited by a child process running the command (``--quiet`` off, so the
 stderr lines that announce each case are timestamped as they arrive); the seconds of a case
-are the time from its line to the next one. The machine and its load are recorded.
+are the time from its line to the next one. The child's CPU time (user + system) is recorded
+beside the wall time: on a shared machine it is the closer guide to a quiet machine's wall
+time. The machine and its load are recorded.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shlex
 import subprocess
 import sys
@@ -67,6 +70,8 @@ def loop_chain_speculative_sampling(
 def time_audit(target: str, signature: str, extra: list[str]) -> dict[str, Any]:
     command = [sys.executable, "-m", "specproof.cli", "audit", target, "--signature", signature]
     command += extra
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_before = before.ru_utime + before.ru_stime
     start = time.monotonic()
     marks: list[tuple[str, float]] = []
     with subprocess.Popen(
@@ -82,12 +87,14 @@ def time_audit(target: str, signature: str, extra: list[str]) -> dict[str, Any]:
         table = child.stdout.read()
         code = child.wait()
     total = time.monotonic() - start
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     ends = [t for _, t in marks[1:]] + [total]
     cases = {name: round(end - begin, 1) for (name, begin), end in zip(marks, ends, strict=True)}
     return {
         "command": shlex.join(["specproof", "audit", target, "--signature", signature, *extra]),
         "exit_status": code,
         "seconds": round(total, 1),
+        "cpu_seconds": round(used.ru_utime + used.ru_stime - cpu_before, 1),
         "case_seconds": cases,
         "table": table.splitlines(),
     }
@@ -105,7 +112,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{name}: {target}", flush=True)
         results[name] = time_audit(target, signature, shlex.split(args.extra))
-        print(f"{name}: {results[name]['seconds']} s, exit {results[name]['exit_status']}")
+        result = results[name]
+        print(
+            f"{name}: {result['seconds']} s wall, {result['cpu_seconds']} s CPU, exit "
+            f"{result['exit_status']}"
+        )
     load = os.getloadavg()
     report = {
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
