@@ -124,6 +124,7 @@ def test_a_subject_that_raises_exits_1_with_the_table_and_the_json(
     ]
 
 
+@pytest.mark.slow  # a child process: torch's import alone takes seconds
 def test_a_hanging_subject_ends_the_command_at_timeout_with_the_table(
     subject: object, tmp_path: Path
 ) -> None:
