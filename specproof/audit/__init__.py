@@ -13,7 +13,8 @@ MODULE:FN`` to audit a drafting function), or ``specproof audit module:function 
 exit status 0 only if every row passes, 1 if one fails, 2 for a usage error.
 
 Modules, in reading order; each imports only modules before it (``tests/audit/test_layering.py``):
-``requests`` (engine sampling parameters), ``errors``, ``problems`` (table problems, exact laws
+``requests`` (engine sampling parameters), ``errors``, ``ids`` (outputs read as integer
+token ids), ``problems`` (table problems, exact laws
 in float64), ``drafting``, ``structure`` (exact layout checks), ``signatures`` (calls with each
 engine's signature), ``rounds`` (sampling rounds); ``laws`` (exact round laws from the
 reference), ``filters`` (request filters that bind, in a declared order), ``adversarial``,

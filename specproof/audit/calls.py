@@ -26,6 +26,7 @@ import torch
 
 from .drafting import Drafts, draft_rounds
 from .errors import VerifierError, out_of_memory
+from .ids import integer_ids
 from .problems import TableProblem
 from .report import CaseResult, exact_row, limit_row
 from .requests import GREEDY_TEMPERATURE
@@ -108,7 +109,7 @@ def _flashinfer_call(
             torch.zeros(size, dtype=torch.int32),
             **kwargs,
         )
-        called = torch.as_tensor(result[0] if isinstance(result, tuple | list) else result)
+        called = integer_ids(result[0] if isinstance(result, tuple | list) else result, "output")
         if called.shape != (size, gamma + 1):
             raise VerifierError(f"output_token_ids has shape {tuple(called.shape)}")
         out[rows] = called.to(torch.int64)
@@ -217,7 +218,9 @@ def audit_calls(
     except Exception as error:
         if out_of_memory(error):  # a limit of this run, never a pass nor a finding
             return [limit_row(CASE, "runs", batch, min(batch, max_batch), error)]
-        raise
+        # The verifier raised: a failed row, not the audit's end.
+        detail = f"{CASE}: the verifier raised {type(error).__name__}: {error}"
+        return [exact_row(CASE, "runs", 0, "FAIL", detail)]
     collision = collision_probability(drafts, bonus_given=signature.startswith("vllm"))
     identical = (first == again).all(1).numpy()
     results: list[CaseResult] = []

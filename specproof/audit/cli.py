@@ -8,14 +8,23 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from specproof.command_rules import (
+    PASSED,
+    ROW_FAILED,
+    OneLineParser,
+    internal_error,
+    output_path_problem,
+    usage_error,
+    write_report,
+)
 from specproof.reference.filters import FILTER_ORDERS
 
 from .cases import LARGE_VOCAB, LONG_LARGE_VOCAB, verifier_problems
 from .filters import DEFAULT_ORDER
-from .hunt import DEFAULT_BUDGET
+from .hunt import DEFAULT_BUDGET, excluded_rate
+from .laws import check_enumerable
 from .report import AuditReport
 from .requests import GREEDY_TEMPERATURE, LEGACY_GREEDY_TEMPERATURE
 from .run import (
@@ -30,6 +39,10 @@ from .run import (
 )
 from .signatures import DEFAULT_MAX_BATCH, Signature
 
+PROG = "specproof audit"
+QUICK_DELTA = 0.1
+"""--quick's delta: n falls as 1/delta^2, so about a quarter of the default's rounds."""
+QUICK_HUNT_SECONDS = 10.0
 SIGNATURES = ("flashinfer", "vllm", "vllm-logits", "hf")
 MARKERS = {"0": GREEDY_TEMPERATURE, "-1": LEGACY_GREEDY_TEMPERATURE}
 
@@ -119,13 +132,15 @@ def _tolerance(text: str) -> float:
 
 
 def parser() -> argparse.ArgumentParser:
-    out = argparse.ArgumentParser(
-        prog="specproof audit",
+    out = OneLineParser(
+        prog=PROG,
         description=(
             "Audit a chain verifier or drafter (sampled, tested against exact laws from the "
             "reference) or a scheduler (exact laws). MODULE:FN is imported from the current "
             "directory first, as `python -m` would, then from sys.path (PYTHONPATH). Exit "
-            "status: 0 every row passes, 1 a row fails, 2 usage error."
+            "status: 0 every row passes, 1 a row fails (a verifier that raises or returns the "
+            "wrong thing fails a row), 2 usage error (one line, before the run), 3 specproof's "
+            "own failure."
         ),
     )
     out.add_argument("target", help="the verifier or scheduler to audit, as module:function")
@@ -160,7 +175,7 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument(
         "--hunt-seconds",
         type=_positive(float, "--hunt-seconds"),
-        default=DEFAULT_BUDGET,
+        default=None,
         metavar="S",
         help=f"seconds per rare-event case of the hunt a verifier audit runs by default "
         f"(default {DEFAULT_BUDGET:g}); the report states the rate each case excludes",
@@ -193,9 +208,17 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument(
         "--delta",
         type=_rate("delta"),
-        default=DEFAULT_DELTA,
+        default=None,
         help=f"smallest TV distance each row must detect; n grows as 1/delta^2 "
-        f"(default {DEFAULT_DELTA:g})",
+        f"(default {DEFAULT_DELTA:g}; {QUICK_DELTA:g} with --quick)",
+    )
+    out.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a shorter audit of a verifier, about a quarter of the default's rounds: every "
+        f"statistical row powered against TV >= {QUICK_DELTA:g} instead of {DEFAULT_DELTA:g}, "
+        f"and the hunt run {QUICK_HUNT_SECONDS:g} s per case; the report lists what it "
+        "leaves out",
     )
     out.add_argument(
         "--tolerance",
@@ -241,22 +264,74 @@ def parser() -> argparse.ArgumentParser:
     return out
 
 
+def settle_presets(args: argparse.Namespace) -> None:
+    """--delta and --hunt-seconds: as given, else the --quick or the default values."""
+    if args.delta is None:
+        args.delta = QUICK_DELTA if args.quick else DEFAULT_DELTA
+    if args.hunt_seconds is None:
+        args.hunt_seconds = QUICK_HUNT_SECONDS if args.quick else DEFAULT_BUDGET
+
+
+def excluded_notes(args: argparse.Namespace, report: AuditReport) -> list[str]:
+    """What the run left out because a preset or its time budget was the limit."""
+    notes = []
+    if args.quick and args.delta > DEFAULT_DELTA:
+        notes.append(
+            f"--quick: statistical rows are powered (>= {1 - args.beta:g}) against TV >= "
+            f"{args.delta:g}, not the default {DEFAULT_DELTA:g}: a discrepancy of TV between "
+            f"{DEFAULT_DELTA:g} and {args.delta:g} has no stated power and may pass; run "
+            "without --quick to test it"
+        )
+    hunted = [r for r in report.results if r.check == "hunt" and r.passed and r.n]
+    if hunted and not args.hunt:
+        rounds = min(r.n or 0 for r in hunted)
+        notes.append(
+            f"hunt: its time budget ({args.hunt_seconds:g} s per case) was the limit: "
+            f"{rounds} rounds in the shortest case, so per-round rates below "
+            f"{excluded_rate(rounds):.3g} were not excluded (--hunt N or --hunt-seconds S)"
+        )
+    return notes
+
+
+def usage_problem(args: argparse.Namespace) -> str | None:
+    """The first usage error in ``args`` (one line naming the argument), or None."""
+    if args.quick and not args.signature:
+        return "--quick applies to verifiers"
+    if args.scheduler and (args.drafter or args.hunt):
+        return "--drafter and --hunt apply to verifiers"
+    if args.hunt and args.no_hunt:
+        return "--hunt and --no-hunt exclude each other"
+    if args.delta <= args.tolerance:
+        return "--delta must exceed --tolerance"
+    if args.json:
+        return output_path_problem("--json", args.json)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.json:
-        folder = Path(args.json).resolve().parent
-        if not folder.is_dir():
-            print(f"specproof audit: --json {args.json}: no folder {folder}", file=sys.stderr)
-            return 2
-    if args.scheduler and (args.drafter or args.hunt):
-        print("specproof audit: --drafter and --hunt apply to verifiers", file=sys.stderr)
-        return 2
-    if args.hunt and args.no_hunt:
-        print("specproof audit: --hunt and --no-hunt exclude each other", file=sys.stderr)
-        return 2
-    if args.delta <= args.tolerance:
-        print("specproof audit: --delta must exceed --tolerance", file=sys.stderr)
-        return 2
+    settle_presets(args)
+    problem = usage_problem(args)
+    if problem:
+        return usage_error(PROG, problem)
+    try:
+        load_callable(args.target)
+        if args.drafter:
+            load_callable(args.drafter)
+        problems = (
+            verifier_problems(
+                args.seed,
+                args.large_vocab,
+                args.long_vocab,
+                args.filter_order or DEFAULT_ORDER[args.signature],
+            )
+            if args.signature
+            else []
+        )
+        for case in problems:
+            check_enumerable(case)
+    except (ImportError, ValueError) as error:
+        return usage_error(PROG, str(error))
 
     def lines(line: str) -> None:
         print(f"  {line}", file=sys.stderr, flush=True)
@@ -270,12 +345,7 @@ def main(argv: list[str] | None = None) -> int:
             "tolerance": args.tolerance,
             "seed": args.seed,
             "timeout": args.timeout,
-            "problems": verifier_problems(
-                args.seed,
-                args.large_vocab,
-                args.long_vocab,
-                args.filter_order or DEFAULT_ORDER[args.signature],
-            ),
+            "problems": problems,
             "bars": None if args.quiet else progress_bar(),
             "marker": MARKERS[args.greedy_marker],
             "max_batch": args.max_batch,
@@ -305,11 +375,14 @@ def main(argv: list[str] | None = None) -> int:
             report.results += hunted.results
             report.notes += hunted.notes
             report.seconds += hunted.seconds
-    except (ImportError, ValueError) as error:
-        print(f"specproof audit: {error}", file=sys.stderr)
-        return 2
+    except Exception as error:
+        return internal_error(PROG, error)
+    report.notes += excluded_notes(args, report) if args.signature else []
     print(report.table())
+    code = PASSED if report.passed else ROW_FAILED
     if args.json:
-        Path(args.json).write_text(json.dumps(report.as_dict(), indent=2) + "\n")
-        print(f"wrote {args.json}")
-    return 0 if report.passed else 1
+        failed = write_report(PROG, args.json, json.dumps(report.as_dict(), indent=2) + "\n")
+        if failed is None:
+            print(f"wrote {args.json}")
+        code = failed or code
+    return code

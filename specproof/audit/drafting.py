@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from .errors import VerifierError
+from .ids import integer_ids
 from .problems import TableProblem
 from .requests import RequestParams
 
@@ -108,7 +109,7 @@ def call_drafter(fn: DraftFn, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
         result = fn(drafter_logits(q[rows], temperature), temperature)
         if not isinstance(result, tuple | list) or len(result) != 2:
             raise VerifierError("a drafter must return (tokens [B], probs [B, V])")
-        drawn = torch.as_tensor(result[0]).to(torch.int64).reshape(-1)
+        drawn = integer_ids(result[0], "the drafter's tokens").reshape(-1)
         reported = torch.as_tensor(result[1]).to(torch.float32)
         if drawn.shape != q[rows].shape[:1] or reported.shape != q[rows].shape:
             raise VerifierError(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from .errors import VerifierError, out_of_memory
+from .ids import integer_ids
 from .problems import PLACEHOLDER
 from .report import AuditReport, CaseResult, exact_row, limit_row
 from .requests import MASKED_LOGIT, vllm_metadata
@@ -126,7 +127,9 @@ def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> C
         out = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
         for row in range(batch):
             result = fn(case.tokens.unsqueeze(0), draft_logits, target_logits, scale)
-            emitted = torch.as_tensor(result[0] if isinstance(result, tuple | list) else result)
+            emitted = integer_ids(
+                result[0] if isinstance(result, tuple | list) else result, "output"
+            )
             emitted = emitted.reshape(-1)[: gamma + 1]
             out[row, : emitted.numel()] = emitted
         return out
@@ -163,7 +166,7 @@ def hunt_case(
     done = 0
     while done < rounds:
         try:
-            out = torch.as_tensor(call(batch, generator)).to(torch.int64)
+            out = integer_ids(call(batch, generator), "output")
         except VerifierError as error:
             return exact_row(case.name, "hunt", done, "FAIL", str(error))
         except Exception as error:
@@ -171,6 +174,13 @@ def hunt_case(
                 return limit_row(case.name, "hunt", done, batch, error)
             detail = f"{case.name}/hunt: {type(error).__name__}: {error}"
             return exact_row(case.name, "hunt", done, "FAIL", detail)
+        if out.dim() != 2 or out.shape[0] != batch:
+            # Count only rows that came back: fewer rows than requests is itself a failure.
+            rows = out.shape[0] if out.dim() else 0
+            summary = f"returned {rows} rows for {batch} requests (shape {tuple(out.shape)})"
+            return exact_row(
+                case.name, "hunt", done, "FAIL", summary, f"{case.name}/hunt: {summary}"
+            )
         padded = torch.full((out.shape[0], gamma + 1), PLACEHOLDER, dtype=torch.int64)
         padded[:, : min(out.shape[1], gamma + 1)] = out[:, : gamma + 1]
         bad = torch.nonzero((padded != expected).any(1))

@@ -43,6 +43,43 @@ RuleFor = Callable[[bool], VerificationRule]
 
 EXACT_VOCAB = 64
 """Up to this vocabulary the round law is enumerated by the reference in Fractions."""
+MAX_LAW_PATHS = 10**6
+"""The most token paths an exact law may enumerate; a case that needs more is refused before
+any work, with its size stated."""
+
+
+def binned_targets(problem: TableProblem) -> bool:
+    """Whether the target's law of the completed tokens is computed over hash bins (a forward
+    pass over (bin, state) masses) rather than enumerated token by token."""
+    return problem.token_bins is not None and not any(problem.greedy_modes)
+
+
+def law_paths(problem: TableProblem) -> int:
+    """The token paths the exact laws of ``problem`` enumerate: the round law (per draft
+    length and row kind) and the law of the completed tokens."""
+    if problem.vocab > EXACT_VOCAB or problem.positions:
+        _, classes = token_classes(problem)
+        rounds = classes ** (max(problem.draft_lengths) + 1) * problem.states
+    else:
+        modes = len(problem.greedy_modes)
+        rounds = sum(problem.vocab ** (length + 1) for length in problem.draft_lengths) * modes
+    if binned_targets(problem) or problem.vocab > EXACT_VOCAB:
+        _, classes = token_classes(problem)
+        tokens = classes**problem.num_tokens * problem.states
+    else:
+        tokens = problem.vocab**problem.num_tokens * len(problem.greedy_modes)
+    return max(rounds, tokens)
+
+
+def check_enumerable(problem: TableProblem) -> None:
+    """ValueError, before any work, when the exact laws would enumerate too many paths."""
+    paths = law_paths(problem)
+    if paths > MAX_LAW_PATHS:
+        raise ValueError(
+            f"case {problem.name}: its exact laws would enumerate {paths:,} token paths "
+            f"(V = {problem.vocab}, {problem.num_tokens} tokens: up to {problem.vocab}^"
+            f"{problem.num_tokens}), more than {MAX_LAW_PATHS:,}; bin its tokens or shorten it"
+        )
 
 
 def default_rule(greedy: bool) -> VerificationRule:
@@ -175,7 +212,7 @@ def tokens_law(problem: TableProblem) -> dict[tuple[int, ...], float]:
     follow the argmax target (``TargetModel.greedy``)."""
     from specproof.reference import target_law
 
-    if problem.vocab > EXACT_VOCAB:
+    if problem.vocab > EXACT_VOCAB or binned_targets(problem):
         return exact_output_law(problem)
     target, _, prompt = reference_models(problem)
     classes, _ = token_classes(problem)

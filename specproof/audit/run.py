@@ -234,6 +234,18 @@ def audit_problem(
     return rows
 
 
+def subject_rows(case: str, rows: Callable[[], list[CaseResult]]) -> list[CaseResult]:
+    """``rows()``, or a FAIL row saying how the subject broke them (it raised, returned None or
+    the wrong type): the rows already run are kept, and the audit goes on to its report."""
+    try:
+        return rows()
+    except VerifierError as error:
+        return [exact_row(case, "layout", None, "FAIL", f"{case}/layout: {error.message}")]
+    except Exception as error:
+        detail = f"{case}: stopped by {type(error).__name__}: {error}"
+        return [exact_row(case, "runs", None, "FAIL", detail)]
+
+
 def audit_verifier(
     fn: Verifier,
     signature: Signature,
@@ -306,8 +318,13 @@ def audit_verifier(
 
         if progress:
             progress("fidelity: the law drawn from against the q reported, LLM-scale rows")
-        report.results += fidelity_rows(drafter, alpha=alpha, beta=beta, seed=seed)
-        report.results += drafter_calls(drafter, alpha=alpha, beta=beta, delta=delta, seed=seed)
+        report.results += subject_rows(
+            "fidelity", lambda: fidelity_rows(drafter, alpha=alpha, beta=beta, seed=seed)
+        )
+        report.results += subject_rows(
+            "calls",
+            lambda: drafter_calls(drafter, alpha=alpha, beta=beta, delta=delta, seed=seed),
+        )
     if calls and drafter is None and not (fail_fast and not report.passed):
         from .calls import audit_calls
 

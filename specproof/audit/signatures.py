@@ -13,6 +13,7 @@ import torch
 
 from .drafting import Drafts, draw_states
 from .errors import VerifierError
+from .ids import integer_ids
 from .problems import PLACEHOLDER, TableProblem
 from .requests import GREEDY_TEMPERATURE, raw_logits, vllm_metadata
 from .structure import emitted_lengths
@@ -97,13 +98,13 @@ def _call_flashinfer_rows(
         **kwargs,
     )
     out = result[0] if isinstance(result, tuple | list) else result
-    out = torch.as_tensor(out).to(torch.int64)
+    out = integer_ids(out, "output_token_ids")
     if out.shape != (len(rows), length + 1):
         raise VerifierError(
             f"output_token_ids has shape {tuple(out.shape)}, expected {(len(rows), length + 1)}"
         )
     if isinstance(result, tuple | list) and len(result) >= 3:
-        reported = torch.as_tensor(result[2]).to(torch.int64)
+        reported = integer_ids(result[2], "emitted_num")
         wrong = torch.nonzero(reported != emitted_lengths(out) - 1)
         if len(wrong):
             raise VerifierError(
@@ -169,7 +170,7 @@ def vllm_call(
                 generators=part.generators(),
                 vocab=problem.vocab,
             )
-            out = torch.as_tensor(fn(*args, metadata)).to(torch.int64)
+            out = integer_ids(fn(*args, metadata), "output_token_ids")
             if out.dim() != 2 or out.shape[0] != size:
                 raise VerifierError(
                     f"output has shape {tuple(out.shape)}, expected [{size}, n + 1]"
@@ -264,7 +265,7 @@ def call_hf(
             temperatures[row],
         )
         out = result[0] if isinstance(result, tuple | list) else result
-        out = torch.as_tensor(out).to(torch.int64).reshape(-1)
+        out = integer_ids(out, "the emitted tokens").reshape(-1)
         if not 1 <= out.numel() <= n + 1:
             raise VerifierError(f"emitted {out.numel()} tokens for {n} drafts", row)
         padded[row, : out.numel()] = out

@@ -12,6 +12,7 @@ median over decodes of the mean "draft" phase per round, in milliseconds.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,8 +20,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from specproof.command_rules import OneLineParser
 from specproof.reference.schedulers import FixedGamma
 
+from .arguments import loaded
 from .data import load_corpora, prompts_from
 from .drafters import DSparkDrafter
 from .experiments import Setting, phase_breakdown, speculative_decoder
@@ -51,8 +54,10 @@ def median_draft_ms(
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = OneLineParser(
+        prog="python -m specproof.e2e.draft_time",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("folders", type=Path, nargs="+")
     parser.add_argument("--prompts", type=int, default=12)
@@ -62,7 +67,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         parser.error("--prompts and --repeats must be at least 1")
     torch.set_num_threads(1)
     target = load_target(SHIPPED_DIR)
-    drafters = {str(folder): load_dspark(folder, target) for folder in args.folders}
+    drafters = {
+        str(folder): loaded(parser.prog, "FOLDER", functools.partial(load_dspark, folder, target))
+        for folder in args.folders
+    }
     prompts = prompts_from(
         load_corpora()["code"].stream("evaluation"), args.prompts, SHIPPED.prompt_length, 1
     )

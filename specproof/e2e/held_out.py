@@ -19,10 +19,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from specproof.command_rules import OneLineParser
+
+from .arguments import integer_at_least, loaded
 from .data import Corpus, WindowSampler, load_corpora
 from .models import SHIPPED_DIR, load_target
 from .target import Target
 
+PROG = "python -m specproof.e2e.held_out"
 WINDOW_BATCHES = 4
 """Batches of held-out windows per domain."""
 
@@ -66,18 +70,26 @@ def held_out_statistics(
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = OneLineParser(
+        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("weights", type=Path, nargs="?", default=SHIPPED_DIR)
-    parser.add_argument("--batch", type=int, default=16, help="windows per batch")
-    parser.add_argument("--window", type=int, default=128, help="bytes per window")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--batch", type=integer_at_least("--batch", 1), default=16, help="windows per batch"
+    )
+    parser.add_argument(
+        "--window", type=integer_at_least("--window", 1), default=128, help="bytes per window"
+    )
+    parser.add_argument("--seed", type=integer_at_least("--seed", 0), default=0)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    statistics = held_out_statistics(
-        load_target(args.weights), load_corpora(), args.batch, args.window, args.seed
-    )
+    target = loaded(PROG, "WEIGHTS_DIR", lambda: load_target(args.weights))
+    if args.window + 1 > target.config.max_len:
+        parser.error(
+            f"argument --window: at most {target.config.max_len - 1} for this target "
+            f"(context {target.config.max_len}), got {args.window}"
+        )
+    statistics = held_out_statistics(target, load_corpora(), args.batch, args.window, args.seed)
     print(json.dumps(statistics, indent=1))
     return statistics
 

@@ -9,29 +9,33 @@ from typing import Any
 
 from .drafters import DSparkConfig, DSparkDrafter, EagleConfig, EagleDrafter
 from .target import Target, TargetConfig
-from .weights import load_weights
+from .weights import WeightsError, config_from, load_into, load_weights, weight_path
 
 SHIPPED_DIR = Path(__file__).parent / "weights"
 
 
 def load_target(directory: Path) -> Target:
+    """The target in ``directory``; :class:`WeightsError` names the file and the problem."""
     tensors, config = load_weights(directory, "target")
-    target = Target(TargetConfig.from_dict(config))
-    target.load_state_dict(tensors)
+    path = weight_path(directory, "target")
+    target = Target(config_from(TargetConfig.from_dict, config, path))
+    load_into(target, tensors, path)
     return target.eval()
 
 
 def load_dspark(directory: Path, target: Target) -> DSparkDrafter:
     tensors, config = load_weights(directory, "dspark")
-    drafter = DSparkDrafter(target, DSparkConfig.from_dict(config))
-    drafter.load_state_dict(tensors)
+    path = weight_path(directory, "dspark")
+    drafter = DSparkDrafter(target, config_from(DSparkConfig.from_dict, config, path))
+    load_into(drafter, tensors, path)
     return drafter.eval()
 
 
 def load_eagle(directory: Path, target: Target) -> EagleDrafter:
     tensors, config = load_weights(directory, "eagle")
-    drafter = EagleDrafter(target, EagleConfig.from_dict(config))
-    drafter.load_state_dict(tensors)
+    path = weight_path(directory, "eagle")
+    drafter = EagleDrafter(target, config_from(EagleConfig.from_dict, config, path))
+    load_into(drafter, tensors, path)
     return drafter.eval()
 
 
@@ -52,16 +56,16 @@ def load_models(directory: Path, source: str | None = None) -> Models:
         shipped = directory.resolve() == SHIPPED_DIR.resolve()
         source = "shipped" if shipped else str(directory)
     if not (directory / "training.json").exists():
-        raise FileNotFoundError(
+        raise WeightsError(
             f"no training.json in {directory}: train weights there with "
             f"`python -m specproof.e2e.ship --out {directory}` (`nox -s train-target` for the "
-            "shipped folder), or pass --from-scratch"
+            "shipped folder)"
         )
     report = json.loads((directory / "training.json").read_text())
     stages = {"target": "target", "pool": "pool_windows", "dspark": "dspark", "eagle": "eagle"}
     missing = [stage for stage, key in stages.items() if key not in report.get("training", {})]
     if missing:
-        raise ValueError(
+        raise WeightsError(
             f"{directory / 'training.json'} records no {' / '.join(missing)} stage: run "
             f"`python -m specproof.e2e.ship --out {directory} --stages {' '.join(missing)}` "
             "(or copy the whole weights folder before retraining some stages)"

@@ -10,7 +10,6 @@ numbers go to ``DIR/e2e.json``; the tables replace the "e2e" section of ``FILE``
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import platform
@@ -22,7 +21,10 @@ from typing import Any
 
 import torch
 
+from specproof.command_rules import OneLineParser
+
 from .agreement import agreement_by_domain
+from .arguments import integer_at_least, loaded, number_in
 from .data import Corpus, load_corpora, prompts_from
 from .evaluation import fixed_gamma_tables
 from .experiments import Setting
@@ -31,7 +33,7 @@ from .latency import matched_eagle_gamma, measure_latency
 from .lossless_checks import lossless_checks
 from .measure import batched, profile_batches
 from .models import SHIPPED_DIR, load_models
-from .plans import FAST_VERIFY, FULL, SHIPPED, SMOKE, Plan
+from .plans import FAST_VERIFY, FULL, LOSSLESS_TOLERANCE, SHIPPED, SMOKE, Plan
 from .report import write_tables
 from .scheduler_tests import compare_at_requests, measure_schedulers
 from .ship import train_models
@@ -210,8 +212,11 @@ def run(
     return results
 
 
+PROG = "python -m specproof.e2e.run"
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = OneLineParser(prog=PROG, description=__doc__)
     parser.add_argument(
         "--budget-minutes",
         type=float,
@@ -236,15 +241,21 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "shipped weights (always so with --smoke)",
     )
     parser.add_argument("--weights", type=Path, default=SHIPPED_DIR, help="shipped weights")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=integer_at_least("--threads", 1), default=1)
+    parser.add_argument("--seed", type=integer_at_least("--seed", 0), default=0)
     parser.add_argument(
         "--lossless-delta",
-        type=float,
+        type=number_in("--lossless-delta", LOSSLESS_TOLERANCE, 1.0),
         default=None,
-        help="TV the losslessness checks are powered against (samples follow from it)",
+        help="TV the losslessness checks are powered against (samples follow from it), "
+        f"in ({LOSSLESS_TOLERANCE:g}, 1]",
     )
     args = parser.parse_args(argv)
+    for option, path in (("--out", args.out), ("--artifacts", args.artifacts)):
+        if path.exists() and not path.is_dir():
+            parser.error(f"argument {option}: {path} is a file, not a folder")
+    if args.markdown.is_dir():
+        parser.error(f"argument --markdown: {args.markdown} is a folder, not a file")
     torch.set_num_threads(args.threads)
     scratch = args.smoke or args.from_scratch
     plan = SMOKE if args.smoke else FULL if scratch else SHIPPED
@@ -256,6 +267,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if not math.isfinite(budget) or budget <= 0:
         parser.error("--budget-minutes must be positive")
     weights = None if scratch else args.weights
+    if weights is not None:  # a bad file is named now, not after the corpora are loaded
+        loaded(PROG, "--weights (or pass --from-scratch)", lambda: load_models(weights))
     return run(plan, budget, args.out, args.artifacts, args.seed, args.markdown, weights)
 
 

@@ -37,6 +37,8 @@ from typing import Any
 
 import torch
 
+from specproof.command_rules import OneLineParser
+
 from .data import DOMAIN_WEIGHTS, Corpus, WindowSampler, load_corpora
 from .drafters import DSparkDrafter, EagleDrafter
 from .held_out import held_out_statistics
@@ -245,8 +247,10 @@ def _drafters_in_parallel(
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = OneLineParser(
+        prog="python -m specproof.e2e.ship",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--out", type=Path, default=SHIPPED_DIR)
     parser.add_argument("--threads", type=int, default=2, help="threads of the in-process stages")

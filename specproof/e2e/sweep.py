@@ -10,7 +10,6 @@ means, not the mean of products): it ranks the sweep's points, the tables measur
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from collections.abc import Sequence
@@ -21,13 +20,18 @@ from typing import Any
 import numpy as np
 import torch
 
+from specproof.command_rules import OneLineParser
+
 from .agreement import dspark_scores
+from .arguments import integer_at_least, loaded
 from .data import WindowSampler, load_corpora
 from .drafters import DSparkConfig, DSparkDrafter
 from .models import SHIPPED_DIR, load_dspark, load_target
 from .plans import SHIPPED
 from .ship import POOL_FILE, train_models
 from .target import parameter_count
+
+PROG = "python -m specproof.e2e.sweep"
 
 
 @torch.no_grad()
@@ -51,26 +55,41 @@ def teacher_forced_score(
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--layers", type=int, required=True)
-    parser.add_argument("--rank", type=int, required=True)
-    parser.add_argument("--d-ff", type=int, required=True)
+    parser = OneLineParser(prog=PROG, description=__doc__)
+    parser.add_argument("--layers", type=integer_at_least("--layers", 1), required=True)
+    parser.add_argument("--rank", type=integer_at_least("--rank", 1), required=True)
+    parser.add_argument("--d-ff", type=integer_at_least("--d-ff", 1), required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--score-only", action="store_true", help="score the drafter in --out")
+    parser.add_argument(
+        "--score-only",
+        action="store_true",
+        help="score the drafter already in --out (its own configuration is recorded; "
+        "--layers, --rank and --d-ff must match it)",
+    )
     args = parser.parse_args(argv)
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"argument --out: {args.out} is a file, not a folder")
     torch.set_num_threads(1)
     config = DSparkConfig(
         gamma=SHIPPED.dspark.gamma, n_layers=args.layers, n_heads=4, d_ff=args.d_ff, rank=args.rank
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    if not args.score_only:
+    if args.score_only:
+        target = loaded(PROG, "--out", lambda: load_target(args.out))
+        drafter = loaded(PROG, "--out", lambda: load_dspark(args.out, target))
+        if drafter.config.as_dict() != config.as_dict():
+            parser.error(
+                f"argument --score-only: the drafter in {args.out} is {drafter.config.as_dict()}, "
+                f"not the {config.as_dict()} asked for"
+            )
+    else:
+        args.out.mkdir(parents=True, exist_ok=True)
         for name in ("target.safetensors", POOL_FILE):
             shutil.copy(SHIPPED_DIR / name, args.out / name)
         train_models(replace(SHIPPED, dspark=config), args.out, seed=0, stages=["dspark"])
-    target = load_target(args.out)
-    drafter = load_dspark(args.out, target)
+        target = load_target(args.out)
+        drafter = load_dspark(args.out, target)
     result = {
-        "config": config.as_dict(),
+        "config": drafter.config.as_dict(),  # what was scored, read from its file
         "parameters": parameter_count(drafter),
         "score": teacher_forced_score(drafter),
     }

@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from specproof.command_rules import OneLineParser, output_path_problem
 from specproof.reference.schedulers import FixedGamma
 
+from .arguments import loaded
 from .compare import interleaved
 from .data import load_corpora, prompts_from
 from .experiments import Setting, speculative_decoder
@@ -105,8 +107,10 @@ def tau_table(
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = OneLineParser(
+        prog="python -m specproof.e2e.tau",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--weights", type=Path, default=SHIPPED_DIR)
     parser.add_argument("--prompts", type=int, default=32, help="held-out prompts per domain")
@@ -117,8 +121,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error("--threads must be at least 1")
     if args.prompts < 8:
         parser.error("--prompts must be at least 8 (two chunks of 4)")
+    if args.out is not None and (problem := output_path_problem("--out", str(args.out))):
+        parser.error(problem)
     torch.set_num_threads(args.threads)
-    result = tau_table(load_models(args.weights), args.prompts)
+    models = loaded(parser.prog, "--weights", lambda: load_models(args.weights))
+    result = tau_table(models, args.prompts)
     text = json.dumps(result, indent=1) + "\n"
     if args.out is not None:
         args.out.write_text(text)

@@ -45,15 +45,66 @@ def save_weights(
     return path
 
 
+class WeightsError(ValueError):
+    """A weights file that is missing, unreadable, truncated or incomplete; the message names
+    the file and what is wrong with it."""
+
+
 def load_weights(directory: Path, name: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """(tensors, config) as written by :func:`save_weights`."""
     path = weight_path(directory, name)
-    if HAVE_SAFETENSORS:
-        tensors = load_file(str(path))
-        with safe_open(str(path), framework="pt") as handle:
-            metadata = handle.metadata()
-    else:
-        blob = torch.load(path, weights_only=True)
-        tensors, metadata = blob["tensors"], blob["metadata"]
+    if not path.is_file():
+        raise WeightsError(f"{path}: no such file")
+    try:
+        if HAVE_SAFETENSORS:
+            tensors = load_file(str(path))
+            with safe_open(str(path), framework="pt") as handle:
+                metadata = handle.metadata()
+        else:
+            blob = torch.load(path, weights_only=True)
+            tensors, metadata = blob["tensors"], blob["metadata"]
+    except Exception as error:  # the format's own errors differ by library and version
+        reason = " ".join(str(error).split())
+        raise WeightsError(f"{path}: unreadable or truncated ({reason})") from error
+    if not metadata or "config" not in metadata:
+        raise WeightsError(f"{path}: no 'config' in its metadata (not written by save_weights)")
+    try:
+        config = json.loads(metadata["config"])
+    except json.JSONDecodeError as error:
+        raise WeightsError(f"{path}: its metadata's config is not JSON ({error})") from error
     tensors = {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}
-    return tensors, json.loads(metadata["config"])
+    return tensors, config
+
+
+def load_into(module: nn.Module, tensors: dict[str, torch.Tensor], path: Path) -> None:
+    """``module.load_state_dict(tensors)``, with a :class:`WeightsError` naming the file and
+    the tensors missing, unexpected or of the wrong shape."""
+    expected = module.state_dict()
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    shapes = sorted(
+        f"{k} {tuple(tensors[k].shape)} (expected {tuple(v.shape)})"
+        for k, v in expected.items()
+        if k in tensors and tensors[k].shape != v.shape
+    )
+    problems = [
+        f"{label} {', '.join(keys[:5])}{' ...' if len(keys) > 5 else ''}"
+        for label, keys in (
+            ("missing tensors", missing),
+            ("unexpected tensors", unexpected),
+            ("wrong shapes:", shapes),
+        )
+        if keys
+    ]
+    if problems:
+        raise WeightsError(f"{path}: " + "; ".join(problems))
+    module.load_state_dict(tensors)
+
+
+def config_from(make: Any, config: dict[str, Any], path: Path) -> Any:
+    """``make(config)`` (a config class's from_dict), naming the file when the config does not
+    fit the class."""
+    try:
+        return make(config)
+    except (TypeError, KeyError, ValueError) as error:
+        raise WeightsError(f"{path}: its config does not fit ({error})") from error

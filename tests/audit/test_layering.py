@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2] / "specproof"
 ORDER = [
     "requests",
     "errors",
+    "ids",
     "problems",
     "drafting",
     "structure",

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+import torch
 
-from ..report import AuditReport
+from ..report import AuditReport, CaseResult, exact_row
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, rounds_needed
 from .coverage import WARN, coverage_row
+from .guard import TIMEOUT_CHECK, Guard, SubjectFailure
 from .laws import first_tokens_law, next_token_rows
+from .outputs import checked_rows, emission_of, emissions_of
 from .rows import (
     Settings,
     exact_law_row,
@@ -20,7 +24,7 @@ from .rows import (
     pit_values,
     support_row,
 )
-from .subject import Emission, Engine, as_emission
+from .subject import Emission, Engine
 
 DEFAULT_DELTA = 0.1
 """Engines cost a model call per round; delta = 0.1 keeps a default audit to a few thousand
@@ -35,6 +39,26 @@ GREEDY_RUNS = 50
 Bars = Callable[[str], Callable[[int, int], None]]
 
 
+class SetupError(ValueError):
+    """The audit cannot start as asked (checked before any run); ``argument`` names what to
+    change (prompt, eos, tokens, runs)."""
+
+    def __init__(self, argument: str, message: str) -> None:
+        super().__init__(message)
+        self.argument = argument
+
+
+class PromptError(SetupError):
+    """The prompt is empty or holds an id outside the target's vocabulary."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("prompt", message)
+
+
+MAX_ROW_BYTES = 4 << 30
+"""The teacher-forced rows of every run, [runs, tokens + 1, V] float64, may take this much."""
+
+
 def run_prompts(engine: Engine, runs: int, vocab: int, seed: int) -> list[tuple[int, ...]]:
     """The engine's prompt for every run of a sampled engine; random prompts of the same
     length (without EOS) for a greedy one, whose output one prompt determines."""
@@ -45,28 +69,84 @@ def run_prompts(engine: Engine, runs: int, vocab: int, seed: int) -> list[tuple[
     return [tuple(int(t) for t in rng.choice(tokens, len(engine.prompt))) for _ in range(runs)]
 
 
+def guarded_probs(guard: Guard, engine: Engine) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``engine.target_probs`` through the guard, every answer checked (one vocabulary)."""
+    vocab: list[int] = []
+
+    def target_probs(sequences: torch.Tensor) -> torch.Tensor:
+        what = f"target_probs on sequences {tuple(sequences.shape)}"
+        out = guard.call("target_probs", what, engine.target_probs, sequences)
+        rows = checked_rows(out, sequences, vocab[0] if vocab else None)
+        vocab[:] = [rows.shape[-1]]
+        return rows
+
+    return target_probs
+
+
+def target_vocab(probs: Callable[[torch.Tensor], torch.Tensor], engine: Engine) -> int:
+    """V, from one call on a prompt of zeros (the engine's own prompt is checked against it
+    before the target sees it)."""
+    if not engine.prompt:
+        raise PromptError("the prompt is empty: give at least one id")
+    vocab = int(probs(torch.zeros((1, len(engine.prompt)), dtype=torch.long)).shape[-1])
+    outside = [t for t in engine.prompt if not 0 <= t < vocab]
+    if outside:
+        raise PromptError(
+            f"prompt id {outside[0]} is outside the target's vocabulary 0..{vocab - 1}"
+        )
+    return vocab
+
+
+def check_plan(engine: Engine, vocab: int, runs: int, num_new_tokens: int) -> None:
+    """Refuse, before any run, an EOS outside the vocabulary and rows too large to hold."""
+    outside = sorted(t for t in engine.eos_ids if not 0 <= t < vocab)
+    if outside:
+        raise SetupError(
+            "eos", f"EOS id {outside[0]} is outside the target's vocabulary 0..{vocab - 1}"
+        )
+    size = runs * (num_new_tokens + 1) * vocab * 8
+    if size > MAX_ROW_BYTES:
+        raise SetupError(
+            "tokens",
+            f"{runs} runs of {num_new_tokens} tokens at V = {vocab} need {size / 2**30:.3g} GiB "
+            f"of target rows, more than the {MAX_ROW_BYTES / 2**30:g} GiB allowed: ask for fewer "
+            "tokens or runs",
+        )
+
+
 def sample_runs(
     engine: Engine,
     prompts: list[tuple[int, ...]],
     num_new_tokens: int,
     seed: int,
     bars: Bars | None,
+    guard: Guard | None = None,
 ) -> list[Emission]:
     """Run ``engine`` once per prompt: run i with seed + i, or batch b of a batched engine
-    with seed + b."""
+    with seed + b. A failure carries the number of runs completed before it."""
+    guard = guard or Guard()
     runs = len(prompts)
     update = bars(engine.name) if bars else None
     emitted: list[Emission] = []
     step = engine.batch if engine.generate_many else 1
     for call, start in enumerate(range(0, runs, step)):
         chunk = prompts[start : start + step]
-        if engine.generate_many:
-            out = engine.generate_many(chunk, num_new_tokens, seed + call)
-            if len(out) != len(chunk):
-                raise ValueError(f"generate_many returned {len(out)} runs for {len(chunk)}")
-            emitted += [as_emission(o) for o in out]
-        else:
-            emitted.append(as_emission(engine.generate(chunk[0], num_new_tokens, seed + start)))
+        try:
+            if engine.generate_many:
+                what = f"generate_many (runs {start}..{start + len(chunk) - 1})"
+                many: Any = guard.call(
+                    "generate", what, engine.generate_many, chunk, num_new_tokens, seed + call
+                )
+                emitted += emissions_of(many, start, len(chunk))
+            else:
+                one: Any = guard.call(
+                    "generate", f"generate run {start}", engine.generate, chunk[0],
+                    num_new_tokens, seed + start,
+                )  # fmt: skip
+                emitted.append(emission_of(one, start))
+        except SubjectFailure as failure:
+            failure.runs_done = len(emitted)
+            raise
         done = len(emitted)
         if update and (done == runs or step > 1 or done % max(runs // 50, 1) == 0):
             update(done, runs)
@@ -74,14 +154,17 @@ def sample_runs(
 
 
 def teacher_forced_rows(
-    engine: Engine, prompts: list[tuple[int, ...]], emitted: list[Emission], vocab: int
+    probs: Callable[[torch.Tensor], torch.Tensor],
+    prompts: list[tuple[int, ...]],
+    emitted: list[Emission],
+    vocab: int,
 ) -> np.ndarray:
     """[runs, K + 1, V]: the target's law of each run's tokens; one batch per distinct prompt."""
     width = max((len(r.tokens) for r in emitted), default=0)
     out = np.zeros((len(emitted), width + 1, vocab))
     for prompt in dict.fromkeys(prompts):
         index = [i for i, p in enumerate(prompts) if p == prompt]
-        rows = next_token_rows(engine.target_probs, prompt, [emitted[i].tokens for i in index])
+        rows = next_token_rows(probs, prompt, [emitted[i].tokens for i in index])
         out[index, : rows.shape[1]] = rows
     return out
 
@@ -103,6 +186,17 @@ def exact_tokens_for(vocab: int, num_new_tokens: int) -> int:
     return tokens
 
 
+def failure_row(case: str, failure: SubjectFailure, runs: int | None) -> CaseResult:
+    """A misbehaving subject as an exact FAIL row; n counts the runs completed before it."""
+    done = failure.runs_done
+    summary = failure.reason
+    if failure.check == TIMEOUT_CHECK and done is not None and runs is not None:
+        summary += f"; {done} of {runs} runs completed"
+    return exact_row(
+        case, failure.check, done, "FAIL", summary, f"{case}/{failure.check}: {summary}"
+    )
+
+
 def audit_engine(
     engine: Engine,
     *,
@@ -115,54 +209,83 @@ def audit_engine(
     bins: int = DEFAULT_BINS,
     seed: int = 0,
     bars: Bars | None = None,
+    timeout: float | None = None,
     sequence_tokens: int | None = None,
 ) -> EngineReport:
     """Run ``engine`` ``runs`` times (default: the n that gives every statistical row power
     >= 1 - beta against TV >= delta) and test what it emitted against the target's law.
-    ``sequence_tokens``: also the sequence rows (:mod:`.sequence`) over separate runs of that
-    many tokens."""
+
+    A subject that raises, returns what its contract rules out, or is still running after
+    ``timeout`` seconds ends the audit with a FAIL row saying so, after the rows already run.
+    Raises :class:`SetupError` (before any run) for a prompt or EOS outside the vocabulary or
+    rows too large to hold. ``sequence_tokens``: also the sequence rows (:mod:`.sequence`)
+    over separate runs of that many tokens (the engine needs an EOS)."""
     start = time.perf_counter()
     if sequence_tokens and not engine.eos_ids:
-        raise ValueError("the sequence rows need the engine's EOS (it has none)")
-    settings = Settings(alpha, beta, delta, tolerance, bins)
-    vocab = next_token_rows(engine.target_probs, engine.prompt, [()]).shape[-1]
-    exact_tokens = 0 if engine.greedy else exact_tokens_for(vocab, num_new_tokens)
-    law = (
-        first_tokens_law(engine.target_probs, engine.prompt, exact_tokens, engine.eos_ids)
-        if exact_tokens
-        else {}
-    )
-    if runs is None:
-        runs = GREEDY_RUNS
-        if not engine.greedy:
-            uniform = dict.fromkeys(range(bins), 1 / bins)  # the PIT rows' law
-            runs = rounds_needed([uniform, law or {(): 1.0}], alpha, beta, delta, tolerance)
-    prompts = run_prompts(engine, runs, vocab, seed)
-    emitted = sample_runs(engine, prompts, num_new_tokens, seed, bars)
+        raise SetupError("eos", "the sequence rows need the engine's EOS (it has none)")
+    guard = Guard(timeout)
+    probs = guarded_probs(guard, engine)
     report = EngineReport(engine.name, "engine", notes=list(engine.notes))
     case = engine.name
-    report.results.append(layout_row(case, emitted, vocab, engine.eos_ids, num_new_tokens))
-    if not report.results[-1].passed:
-        report.seconds = time.perf_counter() - start
-        return report
-    rows = teacher_forced_rows(engine, prompts, emitted, vocab)
-    report.results.append(support_row(case, emitted, rows))
-    if engine.greedy:
-        report.results.append(greedy_row(case, emitted, rows))
-    else:
-        if law:
-            report.results.append(
-                exact_law_row(case, emitted, law, exact_tokens, engine.eos_ids, settings)
-            )
-        # A stream of its own: an engine seeded like run 0 must not supply the PIT's draws.
-        values = pit_values(emitted, rows, num_new_tokens, np.random.default_rng([seed, 1]))
-        report.results += pit_rows(case, values, settings)
-    longest = None if engine.max_draft is None else min(engine.max_draft, num_new_tokens - 1)
-    report.results.append(coverage_row(case, emitted, longest))
-    if sequence_tokens:
-        add_sequence_rows(report, engine, sequence_tokens, settings, seed, bars)
+    planned: int | None = runs
+    try:
+        vocab = target_vocab(probs, engine)
+        settings = Settings(alpha, beta, delta, tolerance, bins)
+        exact_tokens = 0 if engine.greedy else exact_tokens_for(vocab, num_new_tokens)
+        law = (
+            first_tokens_law(probs, engine.prompt, exact_tokens, engine.eos_ids)
+            if exact_tokens
+            else {}
+        )
+        if planned is None:
+            planned = GREEDY_RUNS
+            if not engine.greedy:
+                uniform = dict.fromkeys(range(bins), 1 / bins)  # the PIT rows' law
+                planned = rounds_needed([uniform, law or {(): 1.0}], alpha, beta, delta, tolerance)
+        check_plan(engine, vocab, planned, num_new_tokens)
+        prompts = run_prompts(engine, planned, vocab, seed)
+        emitted = sample_runs(engine, prompts, num_new_tokens, seed, bars, guard)
+        report.results.append(layout_row(case, emitted, vocab, engine.eos_ids, num_new_tokens))
+        if report.results[-1].passed:
+            rows = teacher_forced_rows(probs, prompts, emitted, vocab)
+            report.results += law_rows(case, engine, emitted, rows, law, exact_tokens, settings,
+                                       num_new_tokens, seed)  # fmt: skip
+            if sequence_tokens:
+                add_sequence_rows(report, engine, sequence_tokens, settings, seed, bars, guard)
+    except SubjectFailure as failure:
+        if failure.runs_done is None:  # before sampling (0) or after it (every run)
+            failure.runs_done = report.results[0].n if report.results else 0
+        report.results.append(failure_row(case, failure, planned))
+    finally:
+        guard.close()
     report.seconds = time.perf_counter() - start
     return report
+
+
+def law_rows(
+    case: str,
+    engine: Engine,
+    emitted: list[Emission],
+    rows: np.ndarray,
+    law: dict[tuple[int, ...], float],
+    exact_tokens: int,
+    settings: Settings,
+    num_new_tokens: int,
+    seed: int,
+) -> list[CaseResult]:
+    """support, then greedy or the exact and PIT rows, then coverage."""
+    out = [support_row(case, emitted, rows)]
+    if engine.greedy:
+        out.append(greedy_row(case, emitted, rows))
+    else:
+        if law:
+            out.append(exact_law_row(case, emitted, law, exact_tokens, engine.eos_ids, settings))
+        # A stream of its own: an engine seeded like run 0 must not supply the PIT's draws.
+        values = pit_values(emitted, rows, num_new_tokens, np.random.default_rng([seed, 1]))
+        out += pit_rows(case, values, settings)
+    longest = None if engine.max_draft is None else min(engine.max_draft, num_new_tokens - 1)
+    out.append(coverage_row(case, emitted, longest))
+    return out
 
 
 def add_sequence_rows(
@@ -172,6 +295,7 @@ def add_sequence_rows(
     settings: Settings,
     seed: int,
     bars: Bars | None,
+    guard: Guard,
 ) -> None:
     """The stop and length rows over long runs, and a note of what they cost."""
     from .sequence import timed_sequence_rows
@@ -188,6 +312,7 @@ def add_sequence_rows(
         tolerance=settings.tolerance * tokens,
         seed=seed,
         bars=bars,
+        guard=guard,
     )
     report.results += rows
     report.notes.append(

@@ -4,16 +4,48 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
+
+from specproof.command_rules import (
+    EXIT_STATUS_HELP,
+    PASSED,
+    ROW_FAILED,
+    OneLineParser,
+    internal_error,
+    output_path_problem,
+    usage_error,
+    write_report,
+)
 
 from ..cli import _positive, _rate, _tolerance, load_callable
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, progress_bar
-from .audit import DEFAULT_BINS, DEFAULT_DELTA, audit_engine
+from .audit import DEFAULT_BINS, DEFAULT_DELTA, SetupError, audit_engine
+from .guard import abandoned_calls
 from .subject import Engine
 
+PROG = "specproof audit-engine"
 DEFAULT_TOKENS = 4
+DEFAULT_TIMEOUT = 3600.0
+"""Seconds a whole engine audit may run before the call still running fails as timed out."""
+MAX_BINS = 1000
+MAX_SEED = 2**62
+"""Run i uses seed + i; torch seeds must stay below 2^64."""
+
+
+def _bounded(name: str, low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{name} must be in {low}..{high}, got {text}")
+        return value
+
+    return parse
 
 
 def _tokens(text: str) -> tuple[int, ...]:
@@ -27,16 +59,19 @@ def _tokens(text: str) -> tuple[int, ...]:
 
 
 def parser() -> argparse.ArgumentParser:
-    out = argparse.ArgumentParser(
-        prog="specproof audit-engine",
+    out = OneLineParser(
+        prog=PROG,
         description=(
             "Audit a whole generate loop against the target's own law: run it many times and "
             "test the emitted tokens against target_probs, a plain teacher-forced pass. Rows: "
             "layout, support and greedy (exact, alpha = 0), exact (law of the first N tokens "
             "when V^N <= 64) and pit (randomized probability integral transform, per position "
             "and pooled), each with false-fail rate alpha and power >= 1 - beta against TV >= "
-            "delta, and coverage (draft lengths and accepted counts; warns, never fails). Exit "
-            "status: 0 every row passes, 1 a row fails, 2 usage error."
+            "delta, and coverage (draft lengths and accepted counts; warns, never fails). The "
+            "subject's outputs are checked before any statistics (integer ids in the vocabulary, "
+            "probability rows of one vocabulary); a subject that raises, returns the wrong "
+            "thing or runs past --timeout fails a row of its own (generate, target_probs, "
+            "timeout) after the rows already run. " + EXIT_STATUS_HELP
         ),
     )
     what = out.add_mutually_exclusive_group(required=True)
@@ -62,10 +97,21 @@ def parser() -> argparse.ArgumentParser:
         help="target_probs(sequences [B, L] int64) -> [B, L, V]: the processed law of the token "
         "after each prefix, from a plain teacher-forced pass",
     )
-    out.add_argument("--prompt", type=_tokens, default=(1, 2, 3), help="prompt ids (1,2,3)")
-    out.add_argument("--eos", type=int, help="EOS id for --generate (default: none)")
+    out.add_argument(
+        "--prompt",
+        type=_tokens,
+        default=(1, 2, 3),
+        help="prompt ids (1,2,3), each in the target's vocabulary (checked before any run)",
+    )
+    out.add_argument(
+        "--eos", type=_bounded("--eos", 0, 2**63 - 1), help="EOS id for --generate (default: none)"
+    )
     out.add_argument("--greedy", action="store_true", help="--generate decodes greedily")
-    out.add_argument("--max-draft", type=int, help="--generate's longest draft, for coverage")
+    out.add_argument(
+        "--max-draft",
+        type=_positive(int, "--max-draft"),
+        help="--generate's longest draft, for coverage",
+    )
     out.add_argument(
         "--tokens",
         type=_positive(int, "--tokens"),
@@ -82,7 +128,26 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument("--delta", type=_rate("delta"), default=DEFAULT_DELTA)
     out.add_argument("--tolerance", type=_tolerance, default=DEFAULT_TOLERANCE)
     out.add_argument(
-        "--bins", type=_positive(int, "--bins", 1), default=DEFAULT_BINS, help="PIT bins"
+        "--bins",
+        type=_bounded("--bins", 2, MAX_BINS),
+        default=DEFAULT_BINS,
+        help=f"PIT bins, 2..{MAX_BINS} (default {DEFAULT_BINS})",
+    )
+    out.add_argument(
+        "--seed",
+        type=_bounded("--seed", 0, MAX_SEED),
+        default=0,
+        help="seed of run 0 (run i uses seed + i)",
+    )
+    out.add_argument(
+        "--timeout",
+        type=_positive(float, "--timeout"),
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds the audit may run; a call into the subject still running then fails "
+        f"the timeout row (default {DEFAULT_TIMEOUT:g})",
+    )
+    out.add_argument(
+        "--json", metavar="PATH", help="also write the report as JSON (checked before the run)"
     )
     out.add_argument(
         "--sequence",
@@ -92,23 +157,29 @@ def parser() -> argparse.ArgumentParser:
         "over separate runs of TOKENS new tokens (64 or more; the engine's EOS ends a run), "
         "against as many runs drawn from the target",
     )
-    out.add_argument("--seed", type=int, default=0, help="seed of run 0 (run i uses seed + i)")
-    out.add_argument("--json", metavar="PATH", help="also write the report as JSON")
     out.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     return out
 
 
 def load_engine(args: argparse.Namespace) -> Engine:
+    """The engine the arguments name; ValueError (a usage error) names the argument."""
     if args.hf:
         from .hf import hf_engine
 
-        setup: Any = load_callable(args.hf)()
+        setup: Any = _made(args.hf, "--hf")
+        if not isinstance(setup, tuple | list) or len(setup) != 3:
+            raise ValueError(
+                f"--hf {args.hf} returned {type(setup).__name__}, not (target, assistant, "
+                "generate kwargs)"
+            )
         target, assistant, kwargs = setup
         return hf_engine(target, assistant, kwargs, prompt=args.prompt, name=args.hf)
     if args.engine:
-        engine = load_callable(args.engine)()
+        engine = _made(args.engine, "--engine")
         if not isinstance(engine, Engine):
-            raise ValueError(f"{args.engine} returned {type(engine).__name__}, not an Engine")
+            raise ValueError(
+                f"--engine {args.engine} returned {type(engine).__name__}, not an Engine"
+            )
         return engine
     if not args.target_probs:
         raise ValueError("--generate needs --target-probs")
@@ -123,19 +194,39 @@ def load_engine(args: argparse.Namespace) -> Engine:
     )
 
 
+def _made(path: str, option: str) -> Any:
+    """FN() for ``--hf``/``--engine``; its failure is a usage error naming the option."""
+    make = load_callable(path)
+    try:
+        return make()
+    except Exception as error:
+        raise ValueError(f"{option} {path}() raised {type(error).__name__}: {error}") from error
+
+
+def setup_option(args: argparse.Namespace, error: SetupError) -> str:
+    """The option a :class:`SetupError` is about, as the user gave it."""
+    given = {"prompt": "--prompt", "eos": "--eos", "tokens": "--tokens (or --runs)"}
+    if args.engine:
+        return f"--engine {args.engine}"
+    if args.hf and error.argument == "eos":
+        return f"--hf {args.hf} (its generation config's EOS)"
+    return given.get(error.argument, f"--{error.argument}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.json and not Path(args.json).resolve().parent.is_dir():
-        print(f"specproof audit-engine: --json {args.json}: no such folder", file=sys.stderr)
-        return 2
     if args.delta <= args.tolerance:
-        print("specproof audit-engine: --delta must exceed --tolerance", file=sys.stderr)
-        return 2
+        return usage_error(PROG, "--delta must exceed --tolerance")
+    if args.json and (problem := output_path_problem("--json", args.json)):
+        return usage_error(PROG, problem)
     import torch
 
     torch.set_num_threads(1)
     try:
         engine = load_engine(args)
+    except (ImportError, ValueError) as error:
+        return usage_error(PROG, str(error))
+    try:
         report = audit_engine(
             engine,
             num_new_tokens=args.tokens,
@@ -148,12 +239,22 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             bars=None if args.quiet else progress_bar(),
             sequence_tokens=args.sequence,
+            timeout=args.timeout,
         )
-    except (ImportError, ValueError) as error:
-        print(f"specproof audit-engine: {error}", file=sys.stderr)
-        return 2
+    except SetupError as error:
+        return usage_error(PROG, f"{setup_option(args, error)}: {error}")
+    except Exception as error:
+        return internal_error(PROG, error)
+    code = PASSED if report.passed else ROW_FAILED
     print(report.table())
     if args.json:
-        Path(args.json).write_text(json.dumps(report.as_dict(), indent=2) + "\n")
-        print(f"wrote {args.json}")
-    return 0 if report.passed else 1
+        failed = write_report(PROG, args.json, json.dumps(report.as_dict(), indent=2) + "\n")
+        if failed is None:
+            print(f"wrote {args.json}")
+        code = failed or code
+    if abandoned_calls():
+        # A hung call cannot be stopped and would keep the interpreter from exiting.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

@@ -34,6 +34,7 @@ import torch
 from specproof.stats import hoeffding_threshold
 
 from ..report import CaseResult
+from .guard import Guard
 from .laws import probability_rows
 from .subject import Emission, Engine, TargetProbs
 
@@ -225,6 +226,7 @@ def timed_sequence_rows(
     tolerance: float,
     seed: int = 0,
     bars: Callable[[str], Callable[[int, int], None]] | None = None,
+    guard: Guard | None = None,
 ) -> tuple[list[CaseResult], dict[str, float]]:
     """Run the engine ``runs`` times (default :func:`runs_needed`) for ``tokens`` tokens and
     return the rows with the seconds spent on the engine and on the target's simulation."""
@@ -233,7 +235,7 @@ def timed_sequence_rows(
     n = runs or runs_needed(delta, alpha, beta, tolerance)
     start = time.perf_counter()
     prompts = [engine.prompt] * n
-    emitted = sample_runs(engine, prompts, tokens, seed, bars)
+    emitted = sample_runs(engine, prompts, tokens, seed, bars, guard)
     engine_seconds = time.perf_counter() - start
     progress = bars(f"{engine.name} target") if bars else None
     rows = sequence_rows(

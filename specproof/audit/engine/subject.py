@@ -65,11 +65,3 @@ class Engine:
         if isinstance(self.eos, int):
             return frozenset((self.eos,))
         return frozenset(int(t) for t in self.eos)
-
-
-def as_emission(out: Sequence[int] | Emission) -> Emission:
-    if isinstance(out, Emission):
-        return out
-    if isinstance(out, torch.Tensor):
-        return Emission(tuple(int(t) for t in out.reshape(-1).tolist()))
-    return Emission(tuple(int(t) for t in out))

@@ -1,0 +1,118 @@
+"""Every call into the audited engine goes through a :class:`Guard`: whatever the subject does
+(raises, exits, hangs), the audit gets either its answer or a :class:`SubjectFailure` to report
+as a FAIL row.
+
+With a time limit, calls run on one daemon worker thread and the audit waits at most until the
+deadline; a call still running then is abandoned (Python cannot stop a thread), so the command
+ends the process itself once it has printed and written the report (:func:`abandoned_calls`).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+TIMEOUT_CHECK = "timeout"
+
+
+class SubjectFailure(Exception):
+    """The subject misbehaved; ``check`` names the row (generate, target_probs or timeout)."""
+
+    def __init__(self, check: str, reason: str, runs_done: int | None = None) -> None:
+        super().__init__(reason)
+        self.check = check
+        self.reason = reason
+        self.runs_done = runs_done
+
+
+_ABANDONED: list[threading.Thread] = []
+
+
+def abandoned_calls() -> bool:
+    """True while a call abandoned at its deadline is still running."""
+    return any(thread.is_alive() for thread in _ABANDONED)
+
+
+@dataclass
+class _Job:
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: BaseException | None = None
+
+
+def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
+    while (job := jobs.get()) is not None:
+        try:
+            job.result = job.fn(*job.args)
+        except BaseException as error:  # the subject's own exit or error, reported by the guard
+            job.error = error
+        job.done.set()
+
+
+def describe(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+class Guard:
+    """Calls into the subject, each held to the audit's deadline (none when ``timeout`` is
+    None: calls then run on the caller's thread)."""
+
+    def __init__(self, timeout: float | None = None) -> None:
+        self.timeout = timeout
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self._jobs: queue.SimpleQueue[_Job | None] | None = None
+        self._thread: threading.Thread | None = None
+
+    def _worker(self) -> queue.SimpleQueue[_Job | None]:
+        if self._jobs is None:
+            self._jobs = queue.SimpleQueue()
+            self._thread = threading.Thread(
+                target=_serve, args=(self._jobs,), name="specproof-subject", daemon=True
+            )
+            self._thread.start()
+        return self._jobs
+
+    def close(self) -> None:
+        """End the worker thread (after the call it is running, if any)."""
+        if self._jobs is not None:
+            self._jobs.put(None)
+        self._jobs = self._thread = None
+
+    def call(self, check: str, what: str, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``; a raise (or ``sys.exit``) becomes a failure of row ``check`` that
+        says ``what`` raised, and running past the deadline a failure of the timeout row."""
+        if self.deadline is None:
+            try:
+                return fn(*args)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as error:
+                raise SubjectFailure(check, f"{what} raised {describe(error)}") from error
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise SubjectFailure(
+                TIMEOUT_CHECK, f"time limit of {self.timeout:g} s reached before {what}"
+            )
+        job = _Job(fn, args)
+        self._worker().put(job)
+        if not job.done.wait(left):
+            assert self._thread is not None
+            _ABANDONED.append(self._thread)
+            self.close()  # the worker ends if the call ever returns
+            raise SubjectFailure(
+                TIMEOUT_CHECK, f"{what} still running at the time limit of {self.timeout:g} s"
+            )
+        if isinstance(job.error, KeyboardInterrupt):
+            raise job.error
+        if job.error is not None:
+            raise SubjectFailure(check, f"{what} raised {describe(job.error)}") from job.error
+        return job.result

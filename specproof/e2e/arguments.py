@@ -1,0 +1,52 @@
+"""Argument checks shared by the e2e commands: numbers in range (one line naming the argument,
+exit 2, before any work), and weights loaded up front so a bad file is a usage error that names
+it rather than a traceback after the work."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import TypeVar
+
+from specproof.command_rules import USAGE_ERROR, usage_error
+
+T = TypeVar("T")
+
+
+def integer_at_least(name: str, low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{name} must be at least {low}, got {text}")
+        return value
+
+    return parse
+
+
+def number_in(name: str, low: float, high: float) -> Callable[[str], float]:
+    """A finite number with low < value <= high."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not (math.isfinite(value) and low < value <= high):
+            raise argparse.ArgumentTypeError(f"{name} must be in ({low:g}, {high:g}], got {text}")
+        return value
+
+    return parse
+
+
+def loaded(prog: str, option: str, load: Callable[[], T]) -> T:
+    """``load()``; a missing or bad weights file (ValueError, OSError) exits 2 with one line
+    naming ``option`` and the file."""
+    try:
+        return load()
+    except (ValueError, OSError) as error:
+        usage_error(prog, f"{option}: {error}")
+        raise SystemExit(USAGE_ERROR) from None
