@@ -147,3 +147,59 @@ def test_committed_markdown_renders_the_committed_json() -> None:
 def test_readme_section_holds_the_committed_table() -> None:
     table = (ROOT / real_table.MD_PATH).read_text()
     assert table in readme_section()
+
+
+def test_expand_in_place_writes_each_requests_value_into_the_output() -> None:
+    import torch
+
+    from specproof.audit.engine.vllm_sampler import expand_in_place
+
+    cu = torch.tensor([2, 3, 5], dtype=torch.int32)
+    out = torch.full((5,), -9.0)
+    expand_in_place(out, torch.tensor([0.5, 0.0, 0.7]), cu, 0, 1)
+    assert out.tolist() == pytest.approx([0.5, 0.5, 1.0, 0.7, 0.7])
+    ints = torch.zeros(5, dtype=torch.int32)
+    expand_in_place(ints, torch.tensor([3, 5, 7], dtype=torch.int32), cu, 0, 0)
+    assert ints.tolist() == [3, 3, 5, 7, 7]
+
+
+def test_llamacpp_chain_follows_llama_cpp_order_and_penalty() -> None:
+    import torch
+
+    from specproof.audit.engine import llamacpp_engine as le
+
+    logits = torch.tensor([2.0, 1.0, 0.5, -1.0])
+    assert le.penalised(logits, [0, 3, 0], 2.0).tolist() == [1.0, 1.0, 0.5, -2.0]
+    assert torch.equal(le.penalised(logits, [], 2.0), logits)
+    plain = le.chain_probs(logits, le.T1)
+    assert torch.allclose(plain, torch.softmax(logits.double(), -1))
+    cut = le.chain_probs(logits, {**le.T1, "top_k": 2})
+    assert cut[2:].sum() == 0 and torch.allclose(cut[:2].sum(), torch.tensor(1.0).double())
+    probs = torch.softmax(logits.double(), -1)  # 0.61, 0.22, 0.14, 0.03
+    nucleus = le.chain_probs(logits, {**le.T1, "top_p": 0.7})
+    assert (nucleus > 0).tolist() == [True, True, False, False]
+    floor = le.chain_probs(logits, {**le.T1, "min_p": float(probs[2] / probs[0]) + 1e-6})
+    assert (floor > 0).tolist() == [True, True, False, False]
+
+
+def test_draft_trace_reads_the_accepted_prefix_from_the_next_context() -> None:
+    import numpy as np
+
+    from specproof.audit.engine.llamacpp_engine import DraftLlama
+
+    class Scripted(DraftLlama):
+        def __init__(self, proposals: list[list[int]]) -> None:
+            super().__init__(None, 3)
+            self.proposals = proposals
+
+        def propose(self, context: list[int]) -> np.ndarray:
+            return np.array(self.proposals.pop(0), dtype=np.intc)
+
+    drafter = Scripted([[4, 5, 6], [1, 1, 1], [2]])
+    drafter.begin()
+    drafter(np.array([1, 2, 3]))  # proposes 4 5 6 after position 3
+    drafter(np.array([1, 2, 3, 4, 5, 0]))  # 4, 5 kept, 0 sampled where 6 was drafted
+    drafter(np.array([1, 2, 3, 4, 5, 0, 1, 1, 1, 3]))  # all three kept, bonus 3
+    assert drafter.rounds == [(3, 2), (3, 3)]
+    drafter.begin()
+    assert drafter.rounds == [] and drafter.last is None

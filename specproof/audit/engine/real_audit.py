@@ -31,6 +31,8 @@ FUNCTION_AUDITS = {
         ("rejection_sample (--signature vllm)", "rejection_sample", "vllm"),
         ("RejectionSampler.forward, raw logits (--signature vllm-logits)", "forward_logits",
          "vllm-logits"),
+        ("RejectionSampler.forward, raw logits, CPU expand kernel replaced (control)",
+         "forward_logits_expand_fixed", "vllm-logits"),
     ],
 }  # fmt: skip
 
@@ -133,6 +135,17 @@ def main(argv: list[str] | None = None) -> int:
     return run_all(args)
 
 
+def configuration_names(engine: str) -> list[str]:
+    """Every configuration of ``engine``, in table order."""
+    if engine == "vllm":
+        from .vllm_engine import configurations
+
+        return [c.name for c in configurations()]
+    from .llamacpp_engine import configurations as llama_configurations
+
+    return [c.name for c in llama_configurations()]
+
+
 def configuration_groups(engine: str) -> list[list[str]]:
     """Configuration names, grouped by the engine instance they run on (vLLM: one per
     speculative setting; llama.cpp: one per configuration)."""
@@ -180,11 +193,17 @@ def run_all(args: argparse.Namespace) -> int:
             r for r in load(args.json) if r["engine"] == label and r["configuration"] not in fresh
         ]
         records = kept + records
+    order = configuration_names(args.engine)
+    records.sort(key=lambda r: (r["kind"] == "function", rank(order, r["configuration"])))
     table = write(label, records, args.json, args.markdown)
     print(table)
     if broken:
         print(f"no result (the child failed): {', '.join(broken)}", file=sys.stderr)
     return 1 if broken else 0
+
+
+def rank(order: list[str], name: str) -> int:
+    return order.index(name) if name in order else len(order)
 
 
 def function_records(engine: str, scratch: Path) -> list[dict[str, Any]]:

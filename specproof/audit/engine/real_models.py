@@ -58,7 +58,6 @@ def llama_config(scale: float = SCALE) -> Any:
         eos_token_id=EOS,
         pad_token_id=EOS,
         tie_word_embeddings=False,
-        torch_dtype="float32",
     )
 
 

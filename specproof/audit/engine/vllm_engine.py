@@ -254,7 +254,7 @@ def start(config: VllmConfig, paths: ModelPaths) -> VllmRun:
     return VllmRun(llm, config, vllm.__version__)
 
 
-def vllm_engine(run: VllmRun, paths: ModelPaths, prompt: Sequence[int]) -> Engine:
+def vllm_engine(run: VllmRun, paths: ModelPaths, audit_prompt: Sequence[int]) -> Engine:
     """The audited engine: batches of requests through ``run.llm.generate``. A mixed batch
     leaves every third request unseeded and adds one greedy request (random prompt) per two
     audited ones, whose outputs are kept for :func:`greedy_companion_row`."""
@@ -273,7 +273,9 @@ def vllm_engine(run: VllmRun, paths: ModelPaths, prompt: Sequence[int]) -> Engin
             seeded = not (config.mixed and index % 3 == 2)
             request_seed = seed * 1_000_003 + index if seeded else None
             requests.append((request_prompt, SamplingParams(**fields, seed=request_seed, **common)))
-        companions = companion_prompts(len(prompts) // 2, len(prompt), seed) if config.mixed else []
+        companions = (
+            companion_prompts(len(prompts) // 2, len(audit_prompt), seed) if config.mixed else []
+        )
         greedy_params = SamplingParams(temperature=0.0, **common)
         for index, companion in enumerate(companions):  # interleaved with the audited requests
             requests.insert(3 * index + 1, (companion, greedy_params))
@@ -291,14 +293,14 @@ def vllm_engine(run: VllmRun, paths: ModelPaths, prompt: Sequence[int]) -> Engin
                 emitted.append(Emission(tokens))
         return emitted
 
-    def generate(request_prompt: Sequence[int], num_new_tokens: int, seed: int) -> Emission:
-        return generate_many([tuple(request_prompt)], num_new_tokens, seed)[0]
+    def generate(prompt: Sequence[int], num_new_tokens: int, seed: int) -> Emission:
+        return generate_many([tuple(prompt)], num_new_tokens, seed)[0]
 
     return Engine(
         name=config.name,
         generate=generate,
         target_probs=hf_target_probs(load_target(paths.target), config.sampling),
-        prompt=tuple(prompt),
+        prompt=tuple(audit_prompt),
         eos=None,
         greedy=greedy,
         max_draft=config.speculation.k or None,

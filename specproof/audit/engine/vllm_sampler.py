@@ -123,3 +123,32 @@ def forward_logits(
     with torch.no_grad():
         out = sampler(spec, draft_probs, logits, sampling_metadata(metadata, batch))
     return out.sampled_token_ids
+
+
+def expand_in_place(
+    output: torch.Tensor,
+    input_val: torch.Tensor,
+    cu_num_tokens: torch.Tensor,
+    replace_from: float,
+    replace_to: float,
+    MAX_NUM_TOKENS: int | None = None,  # the Triton kernel's keyword
+) -> None:
+    """What vLLM's ``expand_kernel`` computes, written into ``output`` whatever its dtype: the
+    request's value (``replace_from`` read as ``replace_to``) at each of its draft positions."""
+    counts = torch.diff(cu_num_tokens.to(torch.int64), prepend=cu_num_tokens.new_zeros(1))
+    values = torch.where(input_val == replace_from, replace_to, input_val).to(output.dtype)
+    output.copy_(torch.repeat_interleave(values, counts.to(torch.int64))[: output.numel()])
+
+
+def forward_logits_expand_fixed(*args: Any) -> torch.Tensor:
+    """:func:`forward_logits` with vLLM's CPU ``expand_kernel`` replaced by
+    :func:`expand_in_place` before the CPU kernels are registered: the control that ties a
+    failure of ``forward_logits`` to that kernel (docs/findings/vllm_cpu_expand_kernel.md)."""
+    from vllm.utils import cpu_triton_utils
+
+    if cpu_triton_utils._expand_kernel_impl is not expand_in_place:
+        if _prepared.cache_info().currsize:
+            raise RuntimeError("the CPU kernels were registered before the replacement")
+        cpu_triton_utils._expand_kernel_impl = expand_in_place
+    _prepared()
+    return forward_logits(*args)
