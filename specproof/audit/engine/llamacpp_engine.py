@@ -143,7 +143,7 @@ def converter_folder(cache: Path) -> Path:
         return folder
     downloads = cache / "sdist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-python",
          f"llama-cpp-python=={VERSION}", "-d", str(downloads)],
         check=True,
     )  # fmt: skip
@@ -323,7 +323,7 @@ def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> N
 
     config = by_name(name)
     paths = ModelPaths(models / "target", models / "draft")
-    converter = converter_folder(models.parent / "converter")
+    converter = converter_folder(Path(sys.prefix) / "share" / "specproof")  # kept with the venv
     ggufs = ModelPaths(
         *(p.with_suffix(".gguf") if p.with_suffix(".gguf").exists() else to_gguf(p, converter)
           for p in (paths.target, paths.draft))
