@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from .errors import VerifierError, out_of_memory
+from .guard import Guard, SubjectFailure, settle
 from .ids import integer_ids
 from .problems import PLACEHOLDER
 from .report import AuditReport, CaseResult, exact_row, limit_row
@@ -32,6 +33,8 @@ DEFAULT_BATCH = 1 << 18
 CONFIDENCE = 0.95
 HUNT_GAMMA = 4
 """Drafts per hunted round: a rule switched on only from 3 drafts is inside the hunt."""
+GRACE = 5.0
+"""Seconds a call abandoned at the time limit may take to return before the hunt stops."""
 DEFAULT_BUDGET = 45.0
 """Seconds per hunt case when the command runs the hunt by default."""
 
@@ -156,17 +159,50 @@ def hunt_case(
     if batch is None:
         batch = 64 if signature == "hf" else DEFAULT_BATCH
     batch = max(1, min(batch, rounds, max_batch))
-    call = _caller(fn, signature, case, batch)
+    guard = Guard(timeout)
+    try:
+        return _hunt(
+            guard,
+            _caller(guard.subject(fn), signature, case, batch),
+            case,
+            rounds,
+            seed=seed,
+            batch=batch,
+            progress=progress,
+            budget=budget,
+        )
+    finally:
+        guard.close()
+
+
+def _hunt(
+    guard: Guard,
+    call: Call,
+    case: HuntCase,
+    rounds: int,
+    *,
+    seed: int,
+    batch: int,
+    progress: Callable[[int, int], None] | None,
+    budget: float | None,
+) -> CaseResult:
+    """The hunt's loop, each call of ``call`` held to ``guard``'s deadline."""
+    timeout = guard.timeout
     generator = torch.Generator().manual_seed(seed)
     gamma = case.draft.shape[0]
     expected = torch.full((gamma + 1,), PLACEHOLDER, dtype=torch.int64)
     expected[: len(case.expected)] = torch.tensor(case.expected)
-    deadline = time.monotonic() + timeout
+    deadline = guard.deadline
+    assert timeout is not None and deadline is not None
+    what = f"a call of the verifier in {case.name}"
     stop_at = None if budget is None else time.monotonic() + budget
     done = 0
     while done < rounds:
         try:
-            out = integer_ids(call(batch, generator), "output")
+            out = integer_ids(guard.run(what, call, batch, generator), "output")
+        except SubjectFailure as failure:
+            detail = f"{case.name}/hunt: timed out after {timeout:g} s ({failure}) at {done} rounds"
+            return exact_row(case.name, "timeout", done, "FAIL", detail)
         except VerifierError as error:
             return exact_row(case.name, "hunt", done, "FAIL", str(error))
         except Exception as error:
@@ -239,7 +275,11 @@ def hunt_verifier(
     ``rounds``)."""
     start = time.perf_counter()
     report = AuditReport(getattr(fn, "__name__", "verifier"), f"{signature} hunt")
-    for case in hunt_cases():
+    for index, case in enumerate(hunt_cases()):
+        if not settle(min(GRACE, timeout)):  # a call abandoned at the time limit still runs
+            names = ", ".join(c.name for c in hunt_cases()[index:])
+            report.notes.append(f"hunt: a call of the verifier is still running; not run: {names}")
+            break
         report.results.append(
             hunt_case(
                 fn,
