@@ -26,7 +26,7 @@ from .ids import integer_ids
 from .problems import PLACEHOLDER
 from .report import AuditReport, CaseResult, exact_row, limit_row
 from .requests import MASKED_LOGIT, vllm_metadata
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, seed_torch
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, one_torch_thread, seed_torch
 
 DEFAULT_BATCH = 1 << 18
 """Rounds per call before the cap: calls carry min(this, ``max_batch``) requests."""
@@ -128,13 +128,14 @@ def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> C
     def call_hf(size: int, generator: torch.Generator) -> torch.Tensor:
         seed_torch(generator)
         out = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
-        for row in range(batch):
-            result = fn(case.tokens.unsqueeze(0), draft_logits, target_logits, scale)
-            emitted = integer_ids(
-                result[0] if isinstance(result, tuple | list) else result, "output"
-            )
-            emitted = emitted.reshape(-1)[: gamma + 1]
-            out[row, : emitted.numel()] = emitted
+        with one_torch_thread():
+            for row in range(batch):
+                result = fn(case.tokens.unsqueeze(0), draft_logits, target_logits, scale)
+                emitted = integer_ids(
+                    result[0] if isinstance(result, tuple | list) else result, "output"
+                )
+                emitted = emitted.reshape(-1)[: gamma + 1]
+                out[row, : emitted.numel()] = emitted
         return out
 
     return call_hf
