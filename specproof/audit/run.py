@@ -451,7 +451,7 @@ def audit_scheduler(
                 progress(f"{case.name} x {rule.name}: exact law")
             guard = Guard(timeout)
             what = f"a call of the scheduler in {case.name}/{rule.name}"
-            decoder = case.decoder(guard.subject(fn), rule)
+            decoder = case.decoder(fn, rule)  # a scheduler may be an object, not a function
             try:
                 tv = guard.run(what, distance_from_target, decoder, case.prompts, case.num_tokens)
             except SubjectFailure as failure:
