@@ -14,14 +14,14 @@ exit status 0 only if every row passes, 1 if one fails, 2 for a usage error.
 
 Modules, in reading order; each imports only modules before it (``tests/audit/test_layering.py``):
 ``requests`` (engine sampling parameters), ``errors``, ``ids`` (outputs read as integer
-token ids), ``problems`` (table problems, exact laws
-in float64), ``drafting``, ``structure`` (exact layout checks), ``signatures`` (calls with each
-engine's signature), ``rounds`` (sampling rounds); ``laws`` (exact round laws from the
-reference), ``filters`` (request filters that bind, in a declared order), ``adversarial``,
-``cases`` (the battery), ``report``; the rows built on them (``nonfinite``: robustness on NaN
-and inf rows; ``calls``, ``drafters``, ``run``, ``hunt``); ``examples`` and ``bugclasses``
-(subjects); the commands (``cli``, ``bench``, ``calibrate``). ``specproof.stats`` never imports
-this package.
+token ids), ``guard`` (calls into the subject, held to a time limit), ``problems`` (table
+problems, exact laws in float64), ``drafting``, ``structure`` (exact layout checks),
+``signatures`` (calls with each engine's signature), ``rounds`` (sampling rounds); ``laws``
+(exact round laws from the reference), ``filters`` (request filters that bind, in a declared
+order), ``adversarial``, ``cases`` (the battery), ``report``; the rows built on them
+(``nonfinite``: robustness on NaN and inf rows; ``calls``, ``drafters``, ``run``, ``hunt``);
+``examples`` and ``bugclasses`` (subjects); the commands (``cli``, ``bench``, ``calibrate``).
+``specproof.stats`` never imports this package.
 """
 
 from __future__ import annotations

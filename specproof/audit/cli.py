@@ -23,6 +23,7 @@ from specproof.reference.filters import FILTER_ORDERS
 
 from .cases import LARGE_VOCAB, LONG_LARGE_VOCAB, verifier_problems
 from .filters import DEFAULT_ORDER
+from .guard import abandoned_calls
 from .hunt import DEFAULT_BUDGET, excluded_rate
 from .laws import check_enumerable
 from .report import AuditReport
@@ -336,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     def lines(line: str) -> None:
         print(f"  {line}", file=sys.stderr, flush=True)
 
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"timeout": args.timeout}
     if args.signature:
         options = {
             "alpha": args.alpha,
@@ -359,7 +360,11 @@ def main(argv: list[str] | None = None) -> int:
             progress=None if args.quiet else lines,
             **options,
         )
-        if args.signature and not args.drafter and not args.no_hunt:
+        hunting = bool(args.signature and not args.drafter and not args.no_hunt)
+        if hunting and abandoned_calls():
+            hunting = False
+            report.notes.append("hunt: not run (a call of the verifier is still running)")
+        if hunting:
             from .hunt import hunt_verifier
 
             hunted = hunt_verifier(
@@ -385,4 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         if failed is None:
             print(f"wrote {args.json}")
         code = failed or code
+    if abandoned_calls():
+        # A hung call cannot be stopped and would keep the interpreter from exiting.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code

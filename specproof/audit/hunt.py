@@ -21,17 +21,20 @@ from dataclasses import dataclass
 import torch
 
 from .errors import VerifierError, out_of_memory
+from .guard import Guard, SubjectFailure, settle
 from .ids import integer_ids
 from .problems import PLACEHOLDER
 from .report import AuditReport, CaseResult, exact_row, limit_row
 from .requests import MASKED_LOGIT, vllm_metadata
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, seed_torch
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, one_torch_thread, seed_torch
 
 DEFAULT_BATCH = 1 << 18
 """Rounds per call before the cap: calls carry min(this, ``max_batch``) requests."""
 CONFIDENCE = 0.95
 HUNT_GAMMA = 4
 """Drafts per hunted round: a rule switched on only from 3 drafts is inside the hunt."""
+GRACE = 5.0
+"""Seconds a call abandoned at the time limit may take to return before the hunt stops."""
 DEFAULT_BUDGET = 45.0
 """Seconds per hunt case when the command runs the hunt by default."""
 
@@ -125,13 +128,14 @@ def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> C
     def call_hf(size: int, generator: torch.Generator) -> torch.Tensor:
         seed_torch(generator)
         out = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
-        for row in range(batch):
-            result = fn(case.tokens.unsqueeze(0), draft_logits, target_logits, scale)
-            emitted = integer_ids(
-                result[0] if isinstance(result, tuple | list) else result, "output"
-            )
-            emitted = emitted.reshape(-1)[: gamma + 1]
-            out[row, : emitted.numel()] = emitted
+        with one_torch_thread():
+            for row in range(batch):
+                result = fn(case.tokens.unsqueeze(0), draft_logits, target_logits, scale)
+                emitted = integer_ids(
+                    result[0] if isinstance(result, tuple | list) else result, "output"
+                )
+                emitted = emitted.reshape(-1)[: gamma + 1]
+                out[row, : emitted.numel()] = emitted
         return out
 
     return call_hf
@@ -156,17 +160,50 @@ def hunt_case(
     if batch is None:
         batch = 64 if signature == "hf" else DEFAULT_BATCH
     batch = max(1, min(batch, rounds, max_batch))
-    call = _caller(fn, signature, case, batch)
+    guard = Guard(timeout)
+    try:
+        return _hunt(
+            guard,
+            _caller(guard.subject(fn), signature, case, batch),
+            case,
+            rounds,
+            seed=seed,
+            batch=batch,
+            progress=progress,
+            budget=budget,
+        )
+    finally:
+        guard.close()
+
+
+def _hunt(
+    guard: Guard,
+    call: Call,
+    case: HuntCase,
+    rounds: int,
+    *,
+    seed: int,
+    batch: int,
+    progress: Callable[[int, int], None] | None,
+    budget: float | None,
+) -> CaseResult:
+    """The hunt's loop, each call of ``call`` held to ``guard``'s deadline."""
+    timeout = guard.timeout
     generator = torch.Generator().manual_seed(seed)
     gamma = case.draft.shape[0]
     expected = torch.full((gamma + 1,), PLACEHOLDER, dtype=torch.int64)
     expected[: len(case.expected)] = torch.tensor(case.expected)
-    deadline = time.monotonic() + timeout
+    deadline = guard.deadline
+    assert timeout is not None and deadline is not None
+    what = f"a call of the verifier in {case.name}"
     stop_at = None if budget is None else time.monotonic() + budget
     done = 0
     while done < rounds:
         try:
-            out = integer_ids(call(batch, generator), "output")
+            out = integer_ids(guard.run(what, call, batch, generator), "output")
+        except SubjectFailure as failure:
+            detail = f"{case.name}/hunt: timed out after {timeout:g} s ({failure}) at {done} rounds"
+            return exact_row(case.name, "timeout", done, "FAIL", detail)
         except VerifierError as error:
             return exact_row(case.name, "hunt", done, "FAIL", str(error))
         except Exception as error:
@@ -239,7 +276,11 @@ def hunt_verifier(
     ``rounds``)."""
     start = time.perf_counter()
     report = AuditReport(getattr(fn, "__name__", "verifier"), f"{signature} hunt")
-    for case in hunt_cases():
+    for index, case in enumerate(hunt_cases()):
+        if not settle(min(GRACE, timeout)):  # a call abandoned at the time limit still runs
+            names = ", ".join(c.name for c in hunt_cases()[index:])
+            report.notes.append(f"hunt: a call of the verifier is still running; not run: {names}")
+            break
         report.results.append(
             hunt_case(
                 fn,

@@ -13,6 +13,7 @@ import torch
 
 from .drafting import DraftFn, draft_rounds, draw_states
 from .errors import CaseTimeout, VerifierError
+from .guard import SubjectFailure
 from .problems import PLACEHOLDER, Outcome, TableProblem, token_classes
 from .requests import GREEDY_TEMPERATURE
 from .signatures import (
@@ -121,6 +122,8 @@ def sample_rounds(
         except VerifierError as error:
             error.round = None if error.row is None else done + error.row
             raise
+        except SubjectFailure as failure:  # a call still running at the time limit
+            raise CaseTimeout(f"{failure}, after {done} of {n} rounds") from failure
         out, drafts = result if isinstance(result, tuple) else (result, None)
         emitted = emitted_lengths(out)
         lengths.append(emitted.numpy())

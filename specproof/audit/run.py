@@ -28,6 +28,7 @@ from .cases import applies, calls_problem, scheduler_cases, verifier_problems
 from .drafting import DraftFn
 from .errors import CaseTimeout, VerifierError, out_of_memory
 from .filters import DEFAULT_ORDER, FilterOrder, FilterProblem, filter_round, reaches
+from .guard import Guard, SubjectFailure, settle
 from .laws import Law, exact_round_law, length_law, lengths_of, position_law, tokens_law
 from .nonfinite import nonfinite_rows
 from .problems import TableProblem
@@ -50,6 +51,9 @@ DEFAULT_TOLERANCE = 1e-4
 """TV a correct float32 verifier may differ by (rounding in its sums and draws)."""
 DEFAULT_TIMEOUT = 600.0
 """Seconds one case may take before it fails as timed out."""
+GRACE = 5.0
+"""Seconds a call abandoned at its case's time limit may take to return before the audit stops
+(a call still running beside the next case's calls would share the subject's state)."""
 
 Lines = Callable[[str], None]
 
@@ -131,6 +135,7 @@ def audit_problem(
     lossless_only: bool = False,
     rounds: int | None = None,
     max_batch: int = DEFAULT_MAX_BATCH,
+    guard: Guard | None = None,
 ) -> list[CaseResult]:
     """The rows of one case: layout (exact), support (exact), round, tokens and length.
 
@@ -138,7 +143,8 @@ def audit_problem(
     legitimately changes the round law). ``rounds`` overrides the n the rows need (more rounds
     keep every row's alpha; the stated power needs at least the default n). ``max_batch``
     (the requests per call ``round_fn`` makes) names the limit when the verifier runs out of
-    memory."""
+    memory. Each batch of rounds runs through ``guard`` (one held to ``timeout`` when None):
+    a call still running at the time limit fails the case as timed out."""
     exact_law = exact_round_law(problem) if round_law is None else round_law
     lengths = length_law(exact_law)
     completed = tokens_law(problem)
@@ -154,10 +160,18 @@ def audit_problem(
         else [*joint, bins.law(completed) if bins else completed, lengths]
     )
     n = rounds_needed(checked, alpha, beta, delta, tolerance) if rounds is None else rounds
-    deadline = time.monotonic() + timeout
+    guard = guard or Guard(timeout)
+    guard.start_clock()
+    what = f"a call of the verifier in {problem.name}"
+
+    def guarded(*args: Any) -> Any:
+        return guard.run(what, round_fn, *args)
+
     stat = (alpha, beta, delta)
     try:
-        sampled = sample_rounds(problem, round_fn, n, seed, progress=progress, deadline=deadline)
+        sampled = sample_rounds(
+            problem, guarded, n, seed, progress=progress, deadline=guard.deadline
+        )
     except VerifierError as error:
         where = f" in round {error.round}" if error.round is not None else ""
         detail = f"{problem.name}/layout: {error.message}{where}"
@@ -185,6 +199,8 @@ def audit_problem(
             return [limit_row(problem.name, "runs", n, min(n, max_batch), error)]
         detail = f"{problem.name}: {type(error).__name__}: {error}"
         return [exact_row(problem.name, "runs", n, "FAIL", detail)]
+    finally:
+        guard.close()
     rows = [exact_row(problem.name, "layout", n, "pass", "every row well formed")]
     counts = round_counts(problem, sampled)
     if not lossless_only:
@@ -234,16 +250,31 @@ def audit_problem(
     return rows
 
 
-def subject_rows(case: str, rows: Callable[[], list[CaseResult]]) -> list[CaseResult]:
-    """``rows()``, or a FAIL row saying how the subject broke them (it raised, returned None or
-    the wrong type): the rows already run are kept, and the audit goes on to its report."""
+def subject_rows(
+    case: str, rows: Callable[[Guard], list[CaseResult]], timeout: float | None = None
+) -> list[CaseResult]:
+    """``rows(guard)`` (calling the subject as ``guard.subject(fn)``), or a FAIL row saying how
+    the subject broke them (it raised, returned None or the wrong type, or was still running at
+    ``timeout`` seconds): the rows already run are kept, and the audit goes on to its report."""
+    guard = Guard(timeout)
     try:
-        return rows()
+        return guard.run(f"a call of the subject in {case}", rows, guard)
+    except SubjectFailure as failure:
+        detail = f"{case}: timed out after {timeout:g} s ({failure})"
+        return [exact_row(case, "timeout", None, "FAIL", detail)]
     except VerifierError as error:
         return [exact_row(case, "layout", None, "FAIL", f"{case}/layout: {error.message}")]
     except Exception as error:
         detail = f"{case}: stopped by {type(error).__name__}: {error}"
         return [exact_row(case, "runs", None, "FAIL", detail)]
+    finally:
+        guard.close()
+
+
+def stopped(timeout: float) -> bool:
+    """Whether a call abandoned at a time limit is still running ``GRACE`` seconds on (at most
+    ``timeout``): the audit then stops, since further calls would run beside it."""
+    return not settle(min(GRACE, timeout))
 
 
 def audit_verifier(
@@ -283,19 +314,28 @@ def audit_verifier(
     report = AuditReport(subject or _name(drafter or fn), kind)
     order = filter_order or DEFAULT_ORDER[signature]
     skipped: list[str] = []
+    not_run: list[str] = []
     if problems is None:
         problems = verifier_problems(seed, filter_order=order)
+    hung = ""  # the case whose abandoned call still runs: the audit stops there
     for problem in problems:
         if not applies(problem, signature) or (drafter is not None and problem.ngram):
             continue
         if isinstance(problem, FilterProblem) and not reaches(fn, signature):
             skipped.append(problem.name)
             continue
+        if hung:
+            not_run.append(problem.name)
+            continue
         if progress:
             progress(f"{problem.name}: {problem.description}")
+        guard = Guard(timeout)
+        draft_fn = None if drafter is None else guard.subject(drafter)
         report.results += audit_problem(
             problem,
-            filter_round(fn, signature, drafter, marker=marker, max_batch=max_batch),
+            filter_round(
+                guard.subject(fn), signature, draft_fn, marker=marker, max_batch=max_batch
+            ),
             alpha=alpha,
             beta=beta,
             delta=delta,
@@ -305,7 +345,10 @@ def audit_verifier(
             progress=bars(problem.name) if bars else None,
             lossless_only=drafter is not None,
             max_batch=max_batch,
+            guard=guard,
         )
+        if guard.abandoned and stopped(timeout):
+            hung = problem.name
         if fail_fast and not report.passed:
             break
     if skipped:
@@ -313,38 +356,70 @@ def audit_verifier(
             f"not audited: {', '.join(skipped)} (an hf verifier needs the keywords top_k, "
             "top_p and min_p to receive the request's filters)"
         )
-    if drafter is not None and calls and not (fail_fast and not report.passed):
+    sections: list[tuple[str, str, Callable[[Guard], list[CaseResult]]]] = []
+    if drafter is not None and calls:
         from .drafters import drafter_calls, fidelity_rows
 
-        if progress:
-            progress("fidelity: the law drawn from against the q reported, LLM-scale rows")
-        report.results += subject_rows(
-            "fidelity", lambda: fidelity_rows(drafter, alpha=alpha, beta=beta, seed=seed)
+        sections.append(
+            (
+                "fidelity",
+                "the law drawn from against the q reported, LLM-scale rows",
+                lambda g: fidelity_rows(g.subject(drafter), alpha=alpha, beta=beta, seed=seed),
+            )
         )
-        report.results += subject_rows(
-            "calls",
-            lambda: drafter_calls(drafter, alpha=alpha, beta=beta, delta=delta, seed=seed),
+        sections.append(
+            (
+                "calls",
+                "the drafter called again on identical inputs",
+                lambda g: drafter_calls(
+                    g.subject(drafter), alpha=alpha, beta=beta, delta=delta, seed=seed
+                ),
+            )
         )
-    if calls and drafter is None and not (fail_fast and not report.passed):
+    if calls and drafter is None:
         from .calls import audit_calls
 
-        if progress:
-            progress("calls: identical inputs, called again")
-        report.results += audit_calls(
-            fn,
-            signature,
-            calls_problem(signature, seed),
-            alpha=alpha,
-            beta=beta,
-            delta=delta,
-            seed=seed,
-            marker=marker,
-            max_batch=max_batch,
+        def calls_rows(g: Guard) -> list[CaseResult]:
+            problem = calls_problem(signature, seed)
+            return audit_calls(
+                g.subject(fn),
+                signature,
+                problem,
+                alpha=alpha,
+                beta=beta,
+                delta=delta,
+                seed=seed,
+                marker=marker,
+                max_batch=max_batch,
+            )
+
+        sections.append(("calls", "identical inputs, called again", calls_rows))
+    if robustness and drafter is None:
+        sections.append(
+            (
+                "nonfinite",
+                "NaN and inf rows (robustness, not a losslessness verdict)",
+                lambda g: nonfinite_rows(g.subject(fn), signature, seed),
+            )
         )
-    if robustness and drafter is None and not (fail_fast and not report.passed):
+    for name, line, rows in sections:
+        if fail_fast and not report.passed:
+            break
+        if hung:
+            not_run.append(name)
+            continue
         if progress:
-            progress("nonfinite: NaN and inf rows (robustness, not a losslessness verdict)")
-        report.robustness += nonfinite_rows(fn, signature, seed)
+            progress(f"{name}: {line}")
+        found = subject_rows(name, rows, timeout)
+        (report.robustness if name == "nonfinite" else report.results).extend(found)
+        if stopped(timeout):
+            hung = name
+    if hung:
+        report.notes.append(
+            f"stopped at {hung}: a call of the subject was still running {min(GRACE, timeout):g} s "
+            f"after the time limit of {timeout:g} s, and calls beside it could share its state; "
+            f"not run: {', '.join(not_run) or 'nothing else'}"
+        )
     report.seconds = time.perf_counter() - start
     return report
 
@@ -363,21 +438,36 @@ def audit_scheduler(
     rules: Sequence[VerificationRule] | None = None,
     subject: str = "",
     progress: Lines | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> AuditReport:
     """Exact law of the reference decoder with ``fn`` as scheduler, for every case x rule; a
-    case passes only if the output law equals the target law exactly (TV = 0)."""
+    case passes only if the output law equals the target law exactly (TV = 0), and fails as
+    timed out when it is still running at ``timeout`` seconds."""
     start = time.perf_counter()
     report = AuditReport(subject or _name(fn), "scheduler")
     for case in cases if cases is not None else scheduler_cases():
         for rule in rules if rules is not None else default_rules():
             if progress:
                 progress(f"{case.name} x {rule.name}: exact law")
+            guard = Guard(timeout)
+            what = f"a call of the scheduler in {case.name}/{rule.name}"
+            decoder = case.decoder(fn, rule)  # a scheduler may be an object, not a function
             try:
-                tv = distance_from_target(case.decoder(fn, rule), case.prompts, case.num_tokens)
+                tv = guard.run(what, distance_from_target, decoder, case.prompts, case.num_tokens)
+            except SubjectFailure as failure:
+                detail = f"{case.name}/{rule.name}: timed out after {timeout:g} s ({failure})"
+                report.results.append(exact_row(case.name, "timeout", None, "FAIL", detail))
+                if stopped(timeout):
+                    report.notes.append(f"stopped at {case.name}/{rule.name}: {failure}")
+                    report.seconds = time.perf_counter() - start
+                    return report
+                continue
             except Exception as error:
                 detail = f"{case.name}/{rule.name}: {type(error).__name__}: {error}"
                 report.results.append(exact_row(case.name, rule.name, None, "FAIL", detail))
                 continue
+            finally:
+                guard.close()
             detail = f"{case.name}/{rule.name}: exact TV from the target law = {tv} (lossy)"
             report.results.append(
                 CaseResult(

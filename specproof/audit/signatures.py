@@ -5,7 +5,8 @@ each call returns the emitted tokens [B, gamma + 1], -1 padded."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -238,6 +239,19 @@ has requests): the logits are T log p, so softmax(logits / T) = p exactly when (
 the temperature is applied to both sides."""
 
 
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch's intra-op threads set to one, then restored: a batch-1 call's tensors hold a few
+    rows, so a second thread only adds its hand-off to every op (on a busy 2-core machine the
+    hand-off waits for a core: HF's loop then cost 2 to 50 times the CPU of one thread)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def call_hf(
     fn: Verifier, drafts: Drafts, problem: TableProblem, generator: torch.Generator
 ) -> torch.Tensor:
@@ -256,7 +270,21 @@ def call_hf(
     draft_logits = (torch.log(drafts.draft_probs.double()) * scale).to(torch.float32)
     target_logits = (torch.log(drafts.target_probs.double()) * scale).to(torch.float32)
     seed_torch(generator)
-    for row in range(batch):
+    with one_torch_thread():
+        _call_hf_rows(fn, drafts, draft_logits, target_logits, temperatures, padded)
+    return padded
+
+
+def _call_hf_rows(
+    fn: Verifier,
+    drafts: Drafts,
+    draft_logits: torch.Tensor,
+    target_logits: torch.Tensor,
+    temperatures: list[float],
+    padded: torch.Tensor,
+) -> None:
+    """One call of ``fn`` per row, its emitted tokens written into ``padded``."""
+    for row in range(len(temperatures)):
         n = int(drafts.lengths[row])
         result = fn(
             drafts.tokens[row : row + 1, :n].clone(),
@@ -269,4 +297,3 @@ def call_hf(
         if not 1 <= out.numel() <= n + 1:
             raise VerifierError(f"emitted {out.numel()} tokens for {n} drafts", row)
         padded[row, : out.numel()] = out
-    return padded

@@ -14,6 +14,7 @@ ORDER = [
     "requests",
     "errors",
     "ids",
+    "guard",
     "problems",
     "drafting",
     "structure",

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..guard import TIMEOUT_CHECK, Guard, SubjectFailure
 from ..report import AuditReport, CaseResult, exact_row
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, rounds_needed
 from .coverage import WARN, coverage_row
-from .guard import TIMEOUT_CHECK, Guard, SubjectFailure
 from .laws import first_tokens_law, next_token_rows
 from .outputs import checked_rows, emission_of, emissions_of
 from .rows import (

@@ -21,9 +21,9 @@ from specproof.command_rules import (
 )
 
 from ..cli import _positive, _rate, _tolerance, load_callable
+from ..guard import abandoned_calls
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, progress_bar
 from .audit import DEFAULT_BINS, DEFAULT_DELTA, SetupError, audit_engine
-from .guard import abandoned_calls
 from .subject import Engine
 
 PROG = "specproof audit-engine"

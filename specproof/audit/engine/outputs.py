@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .guard import SubjectFailure
+from ..guard import SubjectFailure
 from .subject import Emission
 
 ROW_MASS_TOLERANCE = 0.01

@@ -33,8 +33,8 @@ import torch
 
 from specproof.stats import hoeffding_threshold
 
+from ..guard import Guard
 from ..report import CaseResult
-from .guard import Guard
 from .laws import probability_rows
 from .subject import Emission, Engine, TargetProbs
 

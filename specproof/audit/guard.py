@@ -1,14 +1,18 @@
-"""Every call into the audited engine goes through a :class:`Guard`: whatever the subject does
+"""Every call into the audited subject goes through a :class:`Guard`: whatever the subject does
 (raises, exits, hangs), the audit gets either its answer or a :class:`SubjectFailure` to report
-as a FAIL row.
+as a FAIL row (``audit-engine`` calls the subject through :meth:`Guard.call`; ``audit`` runs
+each batch of its harness, the subject's calls inside it, through :meth:`Guard.run`).
 
 With a time limit, calls run on one daemon worker thread and the audit waits at most until the
 deadline; a call still running then is abandoned (Python cannot stop a thread), so the command
 ends the process itself once it has printed and written the report (:func:`abandoned_calls`).
+The subject wrapped by :meth:`Guard.subject` refuses further calls once its guard abandoned
+one, so an abandoned batch ends at the subject's next call instead of running on.
 """
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
@@ -39,10 +43,25 @@ def abandoned_calls() -> bool:
     return any(thread.is_alive() for thread in _ABANDONED)
 
 
+class CallRefused(Exception):
+    """A call of the subject after its guard abandoned one (the batch it belongs to is over)."""
+
+
+def settle(seconds: float) -> bool:
+    """Wait up to ``seconds`` for abandoned calls to end; True when none is still running."""
+    end = time.monotonic() + seconds
+    for thread in list(_ABANDONED):
+        thread.join(max(0.0, end - time.monotonic()))
+        if not thread.is_alive():
+            _ABANDONED.remove(thread)
+    return not abandoned_calls()
+
+
 @dataclass
 class _Job:
     fn: Callable[..., Any]
     args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
     done: threading.Event = field(default_factory=threading.Event)
     result: Any = None
     error: BaseException | None = None
@@ -51,7 +70,7 @@ class _Job:
 def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
     while (job := jobs.get()) is not None:
         try:
-            job.result = job.fn(*job.args)
+            job.result = job.fn(*job.args, **job.kwargs)
         except BaseException as error:  # the subject's own exit or error, reported by the guard
             job.error = error
         job.done.set()
@@ -71,6 +90,7 @@ class Guard:
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self._jobs: queue.SimpleQueue[_Job | None] | None = None
         self._thread: threading.Thread | None = None
+        self.abandoned = False
 
     def _worker(self) -> queue.SimpleQueue[_Job | None]:
         if self._jobs is None:
@@ -87,6 +107,58 @@ class Guard:
             self._jobs.put(None)
         self._jobs = self._thread = None
 
+    def start_clock(self) -> None:
+        """The time limit counts from now (after the audit's own set-up of the case)."""
+        if self.timeout is not None:
+            self.deadline = time.monotonic() + self.timeout
+
+    def subject(self, fn: Callable[..., T]) -> Callable[..., T]:
+        """``fn``, refusing every call once this guard abandoned one (same signature, so that
+        the audit's inspection of its parameters sees ``fn``'s)."""
+
+        @functools.wraps(fn)
+        def guarded(*args: Any, **kwargs: Any) -> T:
+            if self.abandoned:
+                raise CallRefused("a call of this subject was abandoned at the time limit")
+            return fn(*args, **kwargs)
+
+        return guarded
+
+    def run(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` on the worker thread, held to the deadline: whatever it
+        raises is raised here unchanged; running past the deadline raises a failure of the
+        timeout row that says ``what`` was still running."""
+        left = self._left(what)
+        if left is None:
+            return fn(*args, **kwargs)
+        job = _Job(fn, args, kwargs)
+        self._worker().put(job)
+        if not job.done.wait(left):
+            self._abandon()
+            raise SubjectFailure(
+                TIMEOUT_CHECK, f"{what} still running at the time limit of {self.timeout:g} s"
+            )
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def _left(self, what: str) -> float | None:
+        """Seconds to the deadline (None without one); a failure when none is left."""
+        if self.deadline is None:
+            return None
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise SubjectFailure(
+                TIMEOUT_CHECK, f"time limit of {self.timeout:g} s reached before {what}"
+            )
+        return left
+
+    def _abandon(self) -> None:
+        assert self._thread is not None
+        _ABANDONED.append(self._thread)
+        self.abandoned = True
+        self.close()  # the worker ends if the call ever returns
+
     def call(self, check: str, what: str, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)``; a raise (or ``sys.exit``) becomes a failure of row ``check`` that
         says ``what`` raised, and running past the deadline a failure of the timeout row."""
@@ -97,17 +169,12 @@ class Guard:
                 raise
             except BaseException as error:
                 raise SubjectFailure(check, f"{what} raised {describe(error)}") from error
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise SubjectFailure(
-                TIMEOUT_CHECK, f"time limit of {self.timeout:g} s reached before {what}"
-            )
+        left = self._left(what)
+        assert left is not None
         job = _Job(fn, args)
         self._worker().put(job)
         if not job.done.wait(left):
-            assert self._thread is not None
-            _ABANDONED.append(self._thread)
-            self.close()  # the worker ends if the call ever returns
+            self._abandon()
             raise SubjectFailure(
                 TIMEOUT_CHECK, f"{what} still running at the time limit of {self.timeout:g} s"
             )
