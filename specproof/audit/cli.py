@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from specproof.command_rules import (
-    PASSED,
-    ROW_FAILED,
     OneLineParser,
     internal_error,
     output_path_problem,
     usage_error,
-    write_report,
 )
 from specproof.reference.filters import FILTER_ORDERS
 
@@ -26,7 +22,7 @@ from .filters import DEFAULT_ORDER
 from .guard import abandoned_calls
 from .hunt import DEFAULT_BUDGET, excluded_rate
 from .laws import check_enumerable
-from .report import AuditReport
+from .report import AuditReport, publish
 from .requests import GREEDY_TEMPERATURE, LEGACY_GREEDY_TEMPERATURE
 from .run import (
     DEFAULT_ALPHA,
@@ -383,16 +379,4 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:
         return internal_error(PROG, error)
     report.notes += excluded_notes(args, report) if args.signature else []
-    print(report.table())
-    code = PASSED if report.passed else ROW_FAILED
-    if args.json:
-        failed = write_report(PROG, args.json, json.dumps(report.as_dict(), indent=2) + "\n")
-        if failed is None:
-            print(f"wrote {args.json}")
-        code = failed or code
-    if abandoned_calls():
-        # A hung call cannot be stopped and would keep the interpreter from exiting.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    return publish(PROG, report, args.json)

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from specproof.command_rules import PASSED, ROW_FAILED, write_report
+
+from .guard import abandoned_calls
 
 
 @dataclass(frozen=True)
@@ -164,3 +171,22 @@ class AuditReport:
 def _cases(rows: list[CaseResult], delta: float) -> str:
     names = sorted({r.case for r in rows if r.delta == delta})
     return ", ".join(names) if len(names) <= 3 else f"{names[0]}, ... {len(names)} cases"
+
+
+def publish(prog: str, report: AuditReport, json_path: str | None) -> int:
+    """Print ``report``, write it to ``json_path`` if given, and return the exit status (the
+    command rule: 1 a row failed; a report that could not be written is specproof's own
+    failure). After an abandoned call the process exits here: a hung call cannot be stopped
+    and would keep the interpreter from exiting."""
+    print(report.table())
+    code = PASSED if report.passed else ROW_FAILED
+    if json_path:
+        failed = write_report(prog, json_path, json.dumps(report.as_dict(), indent=2) + "\n")
+        if failed is None:
+            print(f"wrote {json_path}")
+        code = failed or code
+    if abandoned_calls():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

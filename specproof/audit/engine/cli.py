@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from specproof.command_rules import (
     EXIT_STATUS_HELP,
-    PASSED,
-    ROW_FAILED,
     OneLineParser,
     internal_error,
     output_path_problem,
     usage_error,
-    write_report,
 )
 
 from ..cli import _positive, _rate, _tolerance, load_callable
-from ..guard import abandoned_calls
+from ..report import publish
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, progress_bar
 from .audit import DEFAULT_BINS, DEFAULT_DELTA, SetupError, audit_engine
 from .subject import Engine
@@ -245,16 +239,4 @@ def main(argv: list[str] | None = None) -> int:
         return usage_error(PROG, f"{setup_option(args, error)}: {error}")
     except Exception as error:
         return internal_error(PROG, error)
-    code = PASSED if report.passed else ROW_FAILED
-    print(report.table())
-    if args.json:
-        failed = write_report(PROG, args.json, json.dumps(report.as_dict(), indent=2) + "\n")
-        if failed is None:
-            print(f"wrote {args.json}")
-        code = failed or code
-    if abandoned_calls():
-        # A hung call cannot be stopped and would keep the interpreter from exiting.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    return publish(PROG, report, args.json)
