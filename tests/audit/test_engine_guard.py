@@ -81,6 +81,8 @@ def test_ids_that_are_not_integers_fail_the_generate_row(wrong: Any, reason: str
 
 
 def test_integer_ids_of_any_integer_type_are_accepted() -> None:
+    """A correct engine passes: each statistical row false-fails with probability <= alpha =
+    1e-6 (the default; fixed seeds, so the outcome is reproducible)."""
     kinds = [list, tuple, np.asarray, torch.tensor, lambda t: torch.tensor([t])]
     report = audit(lambda p, n, s: kinds[s % len(kinds)](draw(p, n, s)))
     assert report.passed, report.table()

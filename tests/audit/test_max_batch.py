@@ -46,7 +46,10 @@ def test_the_hunt_calls_engine_sized_batches() -> None:
 
 def test_the_battery_and_the_calls_rows_call_engine_sized_batches() -> None:
     """Regression: the battery sent up to 2^16 requests per call (small-vocab: 1555 rounds at
-    delta = 0.2 in one call), the calls rows thousands."""
+    delta = 0.2 in one call), the calls rows thousands. A correct verifier: each statistical
+    row fails with probability <= alpha = 1e-6 (the
+    default; the seed is fixed, so the outcome is reproducible), so the pass asserted here is
+    false-failed with probability <= 1e-6 per row."""
     report = audit_verifier(fragile, "vllm", problems=[SMALL, REQUESTS], delta=0.2)
     assert report.passed, report.table()
     assert any(r.case == "calls" for r in report.results)
@@ -65,6 +68,8 @@ def test_running_out_of_memory_is_a_limit_not_a_pass(fn: Any) -> None:
 
 
 def test_the_option_splits_calls_and_keeps_rows() -> None:
+    """The hunt's rows are exact (alpha = 0); the battery's pass is false-failed with
+    probability <= 1e-6 per statistical row (alpha, the default; fixed seed)."""
     sizes: list[int] = []
 
     def counting(*args: Any) -> torch.Tensor:
