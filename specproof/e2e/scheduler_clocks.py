@@ -34,6 +34,7 @@ import gzip
 import json
 import os
 import platform
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -477,23 +478,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     sts = fit_sts_t1(models, sts_prompts, args.new_tokens, args.seed + 100)
     batches: dict[str, Any] = {}
     rounds: dict[str, Any] = {}
-    for batch in args.batches:
-        result, recorded = one_batch(
-            models,
-            batch,
-            {k: p[: batch * args.sweep_chunks] for k, p in calibration.items()},
-            {k: p[: batch * args.chunks] for k, p in evaluation.items()},
-            sts,
-            args.knees,
-            args.margin,
-            args.new_tokens,
-            args.profile_seconds,
-            args.seed + 10 * batch,
-        )
-        batches[str(batch)] = result
-        rounds[str(batch)] = recorded
-    result_all = {
+    result_all: dict[str, Any] = {
         "command": PROG,
+        "argv": list(argv) if argv is not None else sys.argv[1:],
         "weights": models.source,
         "machine": {
             "platform": platform.platform(),
@@ -512,11 +499,28 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "sts_temperatures": sts,
         "batches": batches,
         "rounds_file": str(args.rounds_out),
-        "seconds": time.perf_counter() - started,
     }
-    args.out.write_text(json.dumps(result_all, indent=1) + "\n")
-    with gzip.open(args.rounds_out, "wt") as handle:
-        json.dump(rounds, handle, separators=(",", ":"))
+    for batch in args.batches:
+        result, recorded = one_batch(
+            models,
+            batch,
+            {k: p[: batch * args.sweep_chunks] for k, p in calibration.items()},
+            {k: p[: batch * args.chunks] for k, p in evaluation.items()},
+            sts,
+            args.knees,
+            args.margin,
+            args.new_tokens,
+            args.profile_seconds,
+            args.seed + 10 * batch,
+        )
+        batches[str(batch)] = result
+        rounds[str(batch)] = recorded
+        # Written after every batch size, so a run cut short keeps what it measured.
+        result_all["seconds"] = time.perf_counter() - started
+        args.out.write_text(json.dumps(result_all, indent=1) + "\n")
+        with gzip.open(args.rounds_out, "wt") as handle:
+            json.dump(rounds, handle, separators=(",", ":"))
+        print(f"B={batch}: written to {args.out} and {args.rounds_out}")
     print(markdown(result_all))
     print(f"done in {result_all['seconds']:.0f}s; raw numbers in {args.out}")
     return result_all
