@@ -16,7 +16,9 @@ Modules by job:
   :mod:`.compare`, :mod:`.measure`, :mod:`.latency`, :mod:`.scheduler_tests`,
   :mod:`.pairtest`, :mod:`.calibration`, :mod:`.sts`, :mod:`.agreement`, :mod:`.lossless`,
   :mod:`.lossless_checks`, :mod:`.tau` (both drafters' tau for one set of weights,
-  without the speed tables).
+  without the speed tables), :mod:`.headline` (the batch-1 speed headline against the best
+  EAGLE-3), :mod:`.scheduler_clocks` (Algorithm 1 at B = 4, 8, 16 under :mod:`.clocks`),
+  :mod:`.sizing` (chunk counts from a sign test's power, median intervals).
 - report: :mod:`.report` (the tables of BENCHMARKS.md and ``benchmarks/e2e.json``).
 - the run: :mod:`.plans` (one ``Plan`` per size), :mod:`.run` (``nox -s e2e``), :mod:`.toy`
   (tiny models for tests).

@@ -188,6 +188,7 @@ def profile_sps(
     max_seconds: float = 50.0,
     min_sweeps: int = 3,
     verify: VerifyStep = optimized_chain_verify,
+    stride: int = 1,
 ) -> SpsProfile:
     """Time whole decoding rounds verifying B = R..R * (gamma + 1) tokens, R = len(chunk),
     decoding the prompt ``chunks`` in turn (temperature 1), interleaved over ``sweeps``
@@ -197,7 +198,9 @@ def profile_sps(
         raise ValueError("every chunk of prompts needs the same number of requests")
     started = time.perf_counter()
     order_rng = np.random.default_rng(seed)
-    sizes = list(range(requests, requests * (drafter.gamma + 1) + 1))
+    # A stride > 1 times every stride-th B (and the largest): the fitted line needs few sizes.
+    largest = requests * (drafter.gamma + 1)
+    sizes = sorted({*range(requests, largest + 1, stride), largest})
     visits = 0
 
     def visit(size: int) -> list[float]:

@@ -65,7 +65,7 @@ from .compare import Decoder, interleaved
 from .data import load_corpora, prompts_from
 from .decode import DecodeResult
 from .experiments import Setting, speculative_decoder, target_decoder, with_gamma
-from .measure import batched, confidence_records, mean_accepted_length, profile_batches
+from .measure import batched, confidence_records, mean_accepted_length, profile_sps
 from .models import SHIPPED_DIR, Models, load_models
 from .plans import FAST_VERIFY, SHIPPED
 from .schedules import PerPositionThreshold
@@ -233,17 +233,23 @@ def one_batch(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     setting = Setting(new_tokens, FAST_VERIFY)
     load_start = [round(x, 2) for x in os.getloadavg()]
-    profile = profile_batches(
+    profile_chunks = [c for prompts in calibration.values() for c in batched(prompts, requests)]
+    # B = R, 2R, .., 8R: the clock is the fitted line, which needs few sizes.
+    profile = profile_sps(
         models.target,
         models.dspark,
-        calibration,
-        [requests],
+        [c for c in profile_chunks if len(c) == requests],
         SHIPPED.sps_new_tokens,
-        SHIPPED.sps_sweeps,
-        profile_seconds,
-        FAST_VERIFY,
         seed,
-    )[requests]
+        sweeps=SHIPPED.sps_sweeps,
+        max_seconds=profile_seconds,
+        verify=FAST_VERIFY,
+        stride=requests,
+    )
+    print(
+        f"B={requests}: SPS profile at {profile.batch_sizes} in {profile.seconds:.0f}s "
+        f"({profile.sweeps} sweeps)"
+    )
     sweep_chunks = [c for prompts in calibration.values() for c in batched(prompts, requests)]
     sweep_chunks = [c for c in sweep_chunks if len(c) == requests]
     print(f"B={requests}: sweep over gamma 1..7 on {len(sweep_chunks)} calibration chunks")

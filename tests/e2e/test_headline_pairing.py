@@ -1,0 +1,110 @@
+"""The headline's pairing: every decoder decodes the same chunks, ratios are taken chunk by
+chunk, and the DSpark / EAGLE-3 ratio is the quotient of the two ratios to the target on each
+chunk; the scheduler comparison's records and clock charges on the same toy decodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from specproof.e2e.clocks import RooflineClock, verified_tokens
+from specproof.e2e.compare import interleaved
+from specproof.e2e.decode import DecodeResult
+from specproof.e2e.experiments import Setting
+from specproof.e2e.headline import (
+    DSPARK,
+    TARGET,
+    decoders_for,
+    eagle_label,
+    paired_ratios,
+    pick_gamma,
+    verdicts,
+)
+from specproof.e2e.plans import FAST_VERIFY
+from specproof.e2e.scheduler_clocks import charged, drafter_of, record_rounds
+from specproof.e2e.toy import toy_models
+
+
+@pytest.fixture(scope="module")
+def toy_runs() -> dict[str, list[DecodeResult]]:
+    models: Any = toy_models(drafter_steps=20)
+    decoders = decoders_for(
+        models, Setting(8, FAST_VERIFY), 1.0, None, lambda b: 1.0 / (1.0 + 0.1 * b), [1, 3], 0
+    )
+    prompts = [[65 + i, 66, 67, 10 + i] for i in range(4)]
+    return interleaved(decoders, [[p] for p in prompts], seed=1)
+
+
+def test_each_decoder_sees_every_chunk_once_in_a_fresh_order() -> None:
+    seen: dict[str, list[int]] = {}
+    orders: list[list[str]] = []
+
+    def recorder(name: str) -> Any:
+        def decode(chunk: list[list[int]], index: int) -> DecodeResult:
+            seen.setdefault(name, []).append(chunk[0][0])
+            if not orders or len(orders[-1]) == 3:
+                orders.append([])
+            orders[-1].append(name)
+            return DecodeResult([[0]], [], 1.0)
+
+        return decode
+
+    chunks = [[[i]] for i in range(12)]
+    interleaved({name: recorder(name) for name in "abc"}, chunks, seed=0)
+    assert seen == {name: list(range(12)) for name in "abc"}
+    assert len({tuple(order) for order in orders}) > 1  # the order changes between chunks
+
+
+def test_ratios_are_per_chunk_and_consistent(toy_runs: dict[str, list[DecodeResult]]) -> None:
+    result = verdicts(1.0, toy_runs, 3)
+    over_target = result["dspark_over_target"]["by_chunk"]
+    eagle_over_target = result["eagle_over_target"]["by_chunk"]
+    over_eagle = result["dspark_over_eagle"]["by_chunk"]
+    for a, b, c in zip(over_target, eagle_over_target, over_eagle, strict=True):
+        assert c == pytest.approx(a / b)
+    expected = [
+        d.tokens_per_second / t.tokens_per_second
+        for d, t in zip(toy_runs[DSPARK], toy_runs[TARGET], strict=True)
+    ]
+    assert over_target == pytest.approx(expected)
+    tests = result["sign_tests"]
+    assert tests["dspark_slower_than_eagle"]["n"] == 4
+    assert (
+        tests["dspark_slower_than_eagle"]["slower"]
+        == sum(r < 1 for r in over_eagle)
+        == 4 - tests["dspark_faster_than_eagle"]["slower"]
+    )
+
+
+def test_pick_gamma_takes_the_best_median_ratio(toy_runs: dict[str, list[DecodeResult]]) -> None:
+    gamma, medians = pick_gamma(toy_runs)
+    assert set(medians) == {"1", "3"}
+    assert medians[str(gamma)] == max(medians.values())
+
+
+def test_pairing_refuses_results_of_different_chunks(
+    toy_runs: dict[str, list[DecodeResult]],
+) -> None:
+    runs = {**toy_runs, TARGET: toy_runs[TARGET][:-1]}
+    with pytest.raises(ValueError, match="one result per chunk"):
+        paired_ratios(runs, DSPARK, TARGET)
+
+
+def test_recorded_rounds_and_their_charges(toy_runs: dict[str, list[DecodeResult]]) -> None:
+    recorded = record_rounds({eagle_label(3): toy_runs[eagle_label(3)]})[eagle_label(3)]
+    assert recorded["draft_width"] == 3 and recorded["drafter"] == "eagle"
+    first = toy_runs[eagle_label(3)][0].rounds[0]
+    assert recorded["decodes"][0][0] == {
+        "l": first.scheduled,
+        "a": first.accepted,
+        "B": verified_tokens(first.scheduled),
+    }
+    assert drafter_of(TARGET) == (None, 0)
+    clock = RooflineClock(requests=1, knee=4, dspark_gamma=3, dspark_share=0.5, eagle_share=0.5)
+    runs = {TARGET: toy_runs[TARGET], eagle_label(3): toy_runs[eagle_label(3)]}
+    retimed = charged(runs, clock, 1, 8)
+    assert all(r.seconds == pytest.approx(8.0) for r in retimed[TARGET])
+    decode = toy_runs[eagle_label(3)][0]
+    expected = sum(max(1.0, verified_tokens(log.scheduled) / 4) + 3 * 0.5 for log in decode.rounds)
+    assert retimed[eagle_label(3)][0].seconds == pytest.approx(expected)
