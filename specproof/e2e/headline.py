@@ -54,6 +54,7 @@ from .sizing import (
     sign_test_power,
     sign_test_slower,
 )
+from .speed_sections import write_sections
 from .sts import fit_sts_by_temperature
 
 PROG = "python -m specproof.e2e.headline"
@@ -383,15 +384,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--threads", type=integer_at_least("--threads", 1), default=1)
     parser.add_argument("--seed", type=integer_at_least("--seed", 0), default=0)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/headline_batch1.json"))
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        default=Path("BENCHMARKS.md"),
+        help="Markdown file whose section of this table is rewritten",
+    )
     args = parser.parse_args(argv)
     if problem := output_path_problem("--out", str(args.out)):
         parser.error(problem)
+    if args.markdown.is_dir():
+        parser.error(f"argument --markdown: {args.markdown} is a folder, not a file")
     torch.set_num_threads(args.threads)
     models = loaded(PROG, "--weights", lambda: load_models(args.weights))
     result = headline(
         models, args.chunks, args.pilot_chunks, args.max_minutes, args.new_tokens, args.seed
     )
     args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write_sections(args.out, None, args.markdown)
     print(markdown(result))
     print(f"done in {result['seconds']:.0f}s; raw numbers in {args.out}")
     return result

@@ -76,6 +76,7 @@ from .sizing import (
     sign_test_non_inferior,
     sign_test_power,
 )
+from .speed_sections import write_sections
 from .sts import decode_blocks
 from .target import parameter_count
 
@@ -459,10 +460,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--rounds-out", type=Path, default=Path("benchmarks/scheduler_clocks_rounds.json.gz")
     )
+    parser.add_argument(
+        "--markdown",
+        type=Path,
+        default=Path("BENCHMARKS.md"),
+        help="Markdown file whose section of this table is rewritten",
+    )
     args = parser.parse_args(argv)
     for option, path in (("--out", args.out), ("--rounds-out", args.rounds_out)):
         if problem := output_path_problem(option, str(path)):
             parser.error(problem)
+    if args.markdown.is_dir():
+        parser.error(f"argument --markdown: {args.markdown} is a folder, not a file")
     torch.set_num_threads(args.threads)
     models = loaded(PROG, "--weights", lambda: load_models(args.weights))
     started = time.perf_counter()
@@ -527,6 +536,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         with gzip.open(args.rounds_out, "wt") as handle:
             json.dump(rounds, handle, separators=(",", ":"))
         print(f"B={batch}: written to {args.out} and {args.rounds_out}")
+    write_sections(None, args.out, args.markdown)
     print(markdown(result_all))
     print(f"done in {result_all['seconds']:.0f}s; raw numbers in {args.out}")
     return result_all
