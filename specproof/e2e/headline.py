@@ -378,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         help="main chunks per domain and temperature (default: the count for power "
         f"{POWER} against a {WIN_SHARE:.0%} win rate at alpha {ALPHA})",
     )
-    parser.add_argument("--pilot-chunks", type=integer_at_least("--pilot-chunks", 2), default=8)
+    parser.add_argument("--pilot-chunks", type=integer_at_least("--pilot-chunks", 2), default=10)
     parser.add_argument("--max-minutes", type=number_in("--max-minutes", 0.0, 1e4), default=40.0)
     parser.add_argument("--new-tokens", type=integer_at_least("--new-tokens", 1), default=64)
     parser.add_argument("--threads", type=integer_at_least("--threads", 1), default=1)

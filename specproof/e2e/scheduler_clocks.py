@@ -2,7 +2,7 @@
 with EAGLE-3 beside them, under two clocks applied to the same recorded rounds.
 
     python -m specproof.e2e.scheduler_clocks [--batches 4 8 16] [--chunks N]
-        [--sweep-chunks N] [--knees 16 32 64] [--margin 0.05] [--out FILE]
+        [--sweep-chunks N] [--knees 16 64] [--margin 0.05] [--out FILE]
         [--rounds-out FILE]
 
 Method. Decoding records, per round, each request's verified length l_r and accepted count;
@@ -441,13 +441,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "--batches", type=integer_at_least("--batches", 2), nargs="+", default=[4, 8, 16]
     )
     parser.add_argument(
-        "--chunks", type=integer_at_least("--chunks", 1), default=6, help="per domain"
+        "--chunks", type=integer_at_least("--chunks", 1), default=4, help="per domain"
     )
     parser.add_argument(
-        "--sweep-chunks", type=integer_at_least("--sweep-chunks", 1), default=2, help="per domain"
+        "--sweep-chunks", type=integer_at_least("--sweep-chunks", 1), default=1, help="per domain"
     )
     parser.add_argument(
-        "--knees", type=number_in("--knees", 0.0, 1e6), nargs="+", default=[16.0, 32.0, 64.0]
+        "--knees", type=number_in("--knees", 0.0, 1e6), nargs="+", default=[16.0, 64.0]
     )
     parser.add_argument("--margin", type=number_in("--margin", 0.0, 0.5), default=0.05)
     parser.add_argument("--new-tokens", type=integer_at_least("--new-tokens", 1), default=64)

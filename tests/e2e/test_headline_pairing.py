@@ -4,6 +4,7 @@ chunk; the scheduler comparison's records and clock charges on the same toy deco
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from specproof.e2e.headline import (
 )
 from specproof.e2e.plans import FAST_VERIFY
 from specproof.e2e.scheduler_clocks import charged, drafter_of, record_rounds
+from specproof.e2e.speed_sections import headline_section
 from specproof.e2e.toy import toy_models
 
 
@@ -108,3 +110,55 @@ def test_recorded_rounds_and_their_charges(toy_runs: dict[str, list[DecodeResult
     decode = toy_runs[eagle_label(3)][0]
     expected = sum(max(1.0, verified_tokens(log.scheduled) / 4) + 3 * 0.5 for log in decode.rounds)
     assert retimed[eagle_label(3)][0].seconds == pytest.approx(expected)
+
+
+def test_headline_section_marks_each_target_met_or_missed(
+    toy_runs: dict[str, list[DecodeResult]],
+) -> None:
+    entry = verdicts(1.0, toy_runs, 3)
+    entry.update(chunks=4, load_before=[1.0, 1.0, 1.0], load_after=[2.0, 2.0, 2.0])
+    result = {
+        "command": "python -m specproof.e2e.headline",
+        "seconds": 1.0,
+        "weights": "toy",
+        "prompt_length": 4,
+        "new_tokens": 8,
+        "machine": {"threads": 1},
+        "loads": {"start": [1.0, 1.0, 1.0]},
+        "pilot_chunks": 2,
+        "chunks_used": 4,
+        "alpha": 0.05,
+        "power_at_chunks_used": 0.0,
+        "target_power": 0.8,
+        "win_share": 0.7,
+        "settings": {"prose/T=1": entry},
+        "pilot": {
+            "prose/T=1": {
+                "eagle_gamma": 3,
+                "eagle_median_ratio_to_target_by_gamma": {str(g): 1.0 for g in range(1, 8)},
+            }
+        },
+    }
+    row = next(
+        line for line in headline_section(result, "x.json").splitlines() if "prose/T=1 |" in line
+    )
+    met = entry["dspark_over_target"]["median"] >= 1.2
+    assert (">= 1.2: met" in row) == met and ("**missed**" in row) == (not met)
+    assert f"{entry['dspark_over_eagle']['median']:.2f}" in row
+
+
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [
+        ("headline", ["--chunks", "0"]),
+        ("headline", ["--max-minutes", "-1"]),
+        ("scheduler_clocks", ["--margin", "0.7"]),
+        ("scheduler_clocks", ["--batches", "1"]),
+        ("scheduler_clocks", ["--markdown", "."]),
+    ],
+)
+def test_bad_arguments_exit_2_before_any_work(module: str, argv: list[str]) -> None:
+    command = importlib.import_module(f"specproof.e2e.{module}")
+    with pytest.raises(SystemExit) as stop:
+        command.main(argv)
+    assert stop.value.code == 2
