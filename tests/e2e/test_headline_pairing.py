@@ -30,7 +30,7 @@ from specproof.e2e.toy import toy_models
 
 @pytest.fixture(scope="module")
 def toy_runs() -> dict[str, list[DecodeResult]]:
-    models: Any = toy_models(drafter_steps=20)
+    models: Any = toy_models(drafter_steps=2)  # pairing needs decodes, not good drafts
     decoders = decoders_for(
         models, Setting(8, FAST_VERIFY), 1.0, None, lambda b: 1.0 / (1.0 + 0.1 * b), [1, 3], 0
     )

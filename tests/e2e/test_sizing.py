@@ -19,11 +19,12 @@ from specproof.e2e.sizing import (
 def scipy_power(n: int, alpha: float, share: float) -> float:
     """Power of the exact one-sided sign test, from scipy: reject at k successes when
     P(Binomial(n, 1/2) >= k) <= alpha."""
-    ks = [k for k in range(n + 1) if stats.binom.sf(k - 1, n, 0.5) <= alpha]
-    return 0.0 if not ks else float(stats.binom.sf(min(ks) - 1, n, share))
+    ks = np.arange(n + 1)
+    rejecting = ks[stats.binom.sf(ks - 1, n, 0.5) <= alpha]
+    return 0.0 if rejecting.size == 0 else float(stats.binom.sf(rejecting.min() - 1, n, share))
 
 
-@pytest.mark.parametrize(("share", "power"), [(0.7, 0.8), (0.7, 0.9), (0.9, 0.9), (0.6, 0.5)])
+@pytest.mark.parametrize(("share", "power"), [(0.7, 0.8), (0.7, 0.9), (0.9, 0.9)])
 def test_chunks_for_power_is_the_smallest_count_reaching_the_power(
     share: float, power: float
 ) -> None:
