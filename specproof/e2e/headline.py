@@ -28,7 +28,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -100,7 +100,7 @@ def paired_ratios(
         raise ValueError("need one result per chunk for both decoders")
     for a, b in zip(top, bottom, strict=True):
         if len(a.tokens) != len(b.tokens):
-            raise ValueError("paired results decode different chunks")
+            raise ValueError("paired results hold different numbers of requests")
     return [a.tokens_per_second / b.tokens_per_second for a, b in zip(top, bottom, strict=True)]
 
 
@@ -127,11 +127,13 @@ def decoders_for(
     models: Models,
     setting: Setting,
     temperature: float,
-    sts: Sequence[float],
-    sps: Any,
+    sts: Sequence[float] | None,
+    sps: Callable[[int], float],
     gammas: Sequence[int],
     seed: int,
 ) -> dict[str, Decoder]:
+    """The target, DSpark + Algorithm 1 (given ``sps`` and the STS temperatures ``sts``) and
+    EAGLE-3 at each of ``gammas``, all at ``temperature``."""
     decoders: dict[str, Decoder] = {
         TARGET: target_decoder(models.target, setting, temperature, seed + 1),
         DSPARK: speculative_decoder(
