@@ -151,13 +151,22 @@ CONTEXT = list(b"def f(x):\n    return x + 1\n# ")
 
 @pytest.mark.parametrize("temperature", [1.0, 0.0])
 def test_teacher_forced_laws_are_what_propose_drafts(toy: Models, temperature: float) -> None:
-    """Fed the drafts propose drew, each drafter's teacher-forced laws are propose's laws."""
+    """Fed the drafts propose drew, each drafter's teacher-forced laws are propose's laws; the
+    laws of several samples at once are those of each sample alone."""
     torch.set_num_threads(1)
     block = sample_block(toy.target, CONTEXT, 3, 4, temperature, torch.Generator().manual_seed(0))
     full = toy.target(torch.cat((torch.tensor([CONTEXT] * 3), block.tokens), dim=1)).logits
     laws = torch.softmax(full[:, len(CONTEXT) - 1 : len(CONTEXT) + 3], dim=-1)
     assert torch.allclose(block.laws, laws, atol=1e-5)
     for drafter, law_of in ((toy.dspark, dspark_block_laws), (toy.eagle, eagle_block_laws)):
+        together = law_of(drafter, block, temperature)
+        for i in range(3):
+            alone = block._replace(
+                tokens=block.tokens[i : i + 1], previous=block.previous[i : i + 1]
+            )
+            assert torch.allclose(
+                law_of(drafter, alone, temperature), together[i : i + 1], atol=1e-5
+            )
         state = drafter.start(1, 48)
         cache = toy.target.new_cache(1, 48)
         length = torch.tensor([len(CONTEXT) - 1])
