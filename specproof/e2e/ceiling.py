@@ -102,9 +102,12 @@ def sampled_columns(
             markov_in_sample=markov.in_sample,
             markov_split=markov.split,
         )
-    for name, law_of in (("dspark", dspark_block_laws), ("eagle", eagle_block_laws)):
-        drafter = models.dspark if name == "dspark" else models.eagle
-        draft = law_of(drafter, block, temperature).double().numpy()
+    drafts = {
+        "dspark": dspark_block_laws(models.dspark, block, temperature),
+        "eagle": eagle_block_laws(models.eagle, block, temperature),
+    }
+    for name, law in drafts.items():
+        draft = law.double().numpy()
         if temperature > 0:
             accepted = np.minimum(laws, draft).sum(axis=-1)
             picked = np.take_along_axis(laws, tokens[..., None], axis=-1)[..., 0]
