@@ -190,3 +190,55 @@ def test_an_unknown_head_is_refused(target: Target, tmp_path: Path) -> None:
     save_weights(drafter, {**drafter.config.as_dict(), "head": "lstm"}, tmp_path, "dspark")
     with pytest.raises(WeightsError, match="config does not fit"):
         load_dspark(tmp_path, target)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("head", NEW_HEADS)
+def test_decoding_with_a_new_head_stays_lossless(head: str) -> None:
+    """The first two tokens of DSpark (head trained 60 toy steps) + Algorithm 1 follow the
+    target's own law. Error rates as tests/e2e/test_lossless.py: false-fail rate 5e-7 under
+    "within TV 1e-4 of the float64 law"; power >= 1 - 1e-3 against TV >= 0.05 over 9 rank
+    cells."""
+    from specproof.reference.schedulers import Algorithm1
+
+    from specproof.e2e.data import WindowSampler, prose_documents, split_documents
+    from specproof.e2e.lossless import first_tokens_law, losslessness_test, sample_first_tokens
+    from specproof.e2e.toy import toy_models
+    from specproof.e2e.train import TrainSettings, train_dspark
+    from specproof.stats import required_samples
+
+    torch.set_num_threads(1)
+    target = toy_models(seed=2, drafter_steps=2).target
+    torch.manual_seed(2)
+    drafter = DSparkDrafter(
+        target, DSparkConfig(gamma=3, n_layers=1, n_heads=2, d_ff=64, rank=8, head=head)
+    )
+    corpus = split_documents("prose", prose_documents())
+    sampler = WindowSampler({"prose": corpus.stream("train")}, {"prose": 1.0}, 2)
+    settings = TrainSettings(0.0, 4, 32, 3e-3, warmup_steps=5, min_steps=60)
+    train_dspark(drafter, sampler, settings, anchors_per_window=6, log=lambda _: None, seed=2)
+    prompt = [ord(c) for c in "for x in"]
+    requests = 2000
+    counts = sample_first_tokens(
+        target,
+        drafter.eval(),
+        prompt,
+        2,
+        required_samples(0.05, 5e-7, 1e-3, 10, 1e-4),
+        schedule=Algorithm1(),
+        sps=lambda batch: 1.0 / (1.0 + 0.5 * batch / requests),
+        batch=requests,
+        seed=11,
+    )
+    fit = losslessness_test(
+        counts,
+        first_tokens_law(target, prompt, 2),
+        alpha=5e-7,
+        beta=1e-3,
+        delta=0.05,
+        tolerance=1e-4,
+        bins=9,
+        name=f"dspark[{head}]+algorithm1",
+    )
+    assert fit.powered, fit.describe()
+    assert not fit.rejected, fit.describe()
