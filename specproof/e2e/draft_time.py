@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +25,7 @@ from specproof.reference.schedulers import FixedGamma
 
 from .arguments import loaded
 from .data import load_corpora, prompts_from
-from .drafters import DSparkDrafter
+from .decode import Drafter
 from .experiments import Setting, phase_breakdown, speculative_decoder
 from .models import SHIPPED_DIR, load_dspark, load_target
 from .plans import FAST_VERIFY, SHIPPED
@@ -34,7 +34,7 @@ from .target import Target
 
 def median_draft_ms(
     target: Target,
-    drafters: dict[str, DSparkDrafter],
+    drafters: Mapping[str, Drafter],
     prompts: Sequence[list[int]],
     repeats: int,
     new_tokens: int = SHIPPED.new_tokens,

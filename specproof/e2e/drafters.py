@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .markov_heads import SequentialHead, check_head, make_head
 from .target import (
     Block,
     KVCache,
@@ -75,6 +76,11 @@ class DSparkConfig:
     n_heads: int = 4
     d_ff: int = 512
     rank: int = 32
+    head: str = "vanilla"
+    """The sequential head: "vanilla", "gated" or "rnn" (:mod:`.markov_heads`)."""
+
+    def __post_init__(self) -> None:
+        check_head(self.head)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,7 +142,8 @@ class DSparkDrafter(nn.Module):
     mask embedding (one per slot) at the others. The target's fused states of positions < a
     enter only as keys/values of every draft layer. p_k(v) is proportional to
     exp(U_k(v) + W1[x_{k-1}] W2 (v)); the confidence is c_k = sigmoid(w . [h_k ; W1[x_{k-1}]]
-    + b), known before x_k is drawn.
+    + b), known before x_k is drawn. ``config.head`` "gated" or "rnn" replaces the Markov
+    bias and the confidence's token term by those of :mod:`.markov_heads`.
     """
 
     def __init__(self, target: Target, config: DSparkConfig) -> None:
@@ -159,6 +166,8 @@ class DSparkDrafter(nn.Module):
         self.apply(init_weights)
         nn.init.normal_(self.mask_embedding, std=0.02)
         nn.init.zeros_(self.markov_out.weight)
+        # Built after the shared initialisation: a vanilla drafter draws the same weights.
+        self.sequential_head: SequentialHead | None = make_head(config.head, d, config.rank)
 
     @property
     def frozen_target(self) -> Target:
@@ -218,8 +227,18 @@ class DSparkDrafter(nn.Module):
         slot_pos = (anchors[:, :, None] + torch.arange(self.gamma)).reshape(batch, -1)
         previous = torch.gather(tokens, 1, slot_pos)
         x = self.backbone(tokens, features, anchors)
-        logits = self.parallel_logits(x) + self.markov_bias(previous)
-        conf = self.confidence_logit(x, previous)
+        head = self.sequential_head
+        if head is None:
+            logits = self.parallel_logits(x) + self.markov_bias(previous)
+            conf = self.confidence_logit(x, previous)
+        else:
+            block = (batch, count, self.gamma)
+            bias, token_state = head.teacher_forced(
+                x.reshape(*block, -1), previous.reshape(block), self.markov_in, self.markov_out
+            )
+            logits = self.parallel_logits(x) + bias.reshape(*x.shape[:-1], -1)
+            token_state = token_state.reshape(*x.shape[:-1], -1)
+            conf = self.confidence(torch.cat((x, token_state), dim=-1)).squeeze(-1)
         return logits.reshape(batch, count, self.gamma, -1), conf.reshape(batch, count, -1)
 
     # -- inference
@@ -280,6 +299,10 @@ class DSparkDrafter(nn.Module):
             assert isinstance(layer, ContextLayer)
             x = layer(x, cos, sin, cache.keys[index][:, :span], cache.values[index][:, :span], mask)
         parallel = self.parallel_logits(x)
+        if self.sequential_head is not None:
+            return self._draw_with_head(
+                self.sequential_head, x, parallel, pending, temperature, generator
+            )
         # The Markov head and the confidence head's token term depend on x_{k-1} alone: as
         # [V, V] and [V] tables, each sequential step is two lookups, a softmax and a draw.
         markov_table = self.markov_out(self.markov_in.weight)
@@ -293,6 +316,35 @@ class DSparkDrafter(nn.Module):
         for k in range(gamma):
             confidences.append(confidence_hidden[:, k] + confidence_token[previous])
             q = torch.softmax((parallel[:, k] + markov_table[previous]).float() * scale, dim=-1)
+            previous = draw(q, temperature, generator)
+            tokens.append(previous)
+            probs.append(q)
+        return Proposal(torch.stack(tokens, 1), torch.stack(probs, 1), torch.stack(confidences, 1))
+
+    def _draw_with_head(
+        self,
+        head: SequentialHead,
+        x: torch.Tensor,
+        parallel: torch.Tensor,
+        pending: torch.Tensor,
+        temperature: float,
+        generator: torch.Generator,
+    ) -> Proposal:
+        """Slot by slot: the head's bias from the tokens drawn so far, then a draw from q_k."""
+        d = x.shape[-1]
+        weight = self.confidence.weight[0]
+        confidence_hidden = x @ weight[:d] + self.confidence.bias
+        scale = 1.0 if temperature == 0 else 1.0 / temperature
+        context = head.begin(x)
+        carried: torch.Tensor | None = None
+        tokens, probs, confidences = [], [], []
+        previous = pending
+        for k in range(self.gamma):
+            bias, token_state, carried = head.step(
+                k, previous, context, carried, self.markov_in, self.markov_out
+            )
+            confidences.append(confidence_hidden[:, k] + token_state @ weight[d:])
+            q = torch.softmax((parallel[:, k] + bias).float() * scale, dim=-1)
             previous = draw(q, temperature, generator)
             tokens.append(previous)
             probs.append(q)

@@ -1,7 +1,7 @@
 """A DSpark drafter of another depth / Markov rank at the shipped parameter budget, trained as
 the shipped one (same target, windows, steps and seeds), scored teacher-forced.
 
-    python -m specproof.e2e.sweep --layers L --rank R --d-ff F --out DIR
+    python -m specproof.e2e.sweep --layers L --rank R --d-ff F [--head H] --out DIR
 
 The score is the mean per-slot overlap sum_v min(p, q) with the target on held-out windows, and
 from it 1 + sum_k prod_{j <= k} overlap_j, a proxy for tau at T = 1 (a product of per-slot
@@ -26,6 +26,7 @@ from .agreement import dspark_scores
 from .arguments import integer_at_least, loaded
 from .data import WindowSampler, load_corpora
 from .drafters import DSparkConfig, DSparkDrafter
+from .markov_heads import HEADS
 from .models import SHIPPED_DIR, load_dspark, load_target
 from .plans import SHIPPED
 from .ship import POOL_FILE, train_models
@@ -59,19 +60,27 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--layers", type=integer_at_least("--layers", 1), required=True)
     parser.add_argument("--rank", type=integer_at_least("--rank", 1), required=True)
     parser.add_argument("--d-ff", type=integer_at_least("--d-ff", 1), required=True)
+    parser.add_argument(
+        "--head", choices=HEADS, default="vanilla", help="the sequential head (markov_heads)"
+    )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument(
         "--score-only",
         action="store_true",
         help="score the drafter already in --out (its own configuration is recorded; "
-        "--layers, --rank and --d-ff must match it)",
+        "--layers, --rank, --d-ff and --head must match it)",
     )
     args = parser.parse_args(argv)
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"argument --out: {args.out} is a file, not a folder")
     torch.set_num_threads(1)
     config = DSparkConfig(
-        gamma=SHIPPED.dspark.gamma, n_layers=args.layers, n_heads=4, d_ff=args.d_ff, rank=args.rank
+        gamma=SHIPPED.dspark.gamma,
+        n_layers=args.layers,
+        n_heads=4,
+        d_ff=args.d_ff,
+        rank=args.rank,
+        head=args.head,
     )
     if args.score_only:
         target = loaded(PROG, "--out", lambda: load_target(args.out))
