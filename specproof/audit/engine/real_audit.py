@@ -22,6 +22,8 @@ from typing import Any
 from ..report import AuditReport, exact_row
 from ..run import progress_bar
 from .audit import EngineReport, audit_engine
+from .real_eagle import METHODS as EAGLE_METHODS
+from .real_eagle import save_eagle
 from .real_models import PROMPT, ModelPaths, build_models
 from .real_table import JSON_PATH, MD_PATH, entry, load, write
 
@@ -70,9 +72,12 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
             report = EngineReport(
                 config.name, "engine", [exact_row(config.name, "raised", None, "FAIL", summary)]
             )
+            settings = {"sampling": config.sampling_label,
+                        "speculation": config.speculation.label, "tokens": config.tokens,
+                        **ve.prompt_settings(config, PROMPT),
+                        "startup_seconds": round(startup, 1)}  # fmt: skip
             records.append(entry("vLLM", run.version, config.name, report, control=config.control,
-                                 settings={"sampling": config.sampling_label,
-                                           "speculation": config.speculation.label}))  # fmt: skip
+                                 settings=settings))  # fmt: skip
             out.write_text(json.dumps(records))
             raise
         counted = run.counters() - before
@@ -99,7 +104,7 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
                     "sampling": config.sampling_label,
                     "speculation": config.speculation.label,
                     "tokens": config.tokens,
-                    "prompt": list(PROMPT),
+                    **ve.prompt_settings(config, PROMPT),
                     "startup_seconds": round(startup, 1),
                 },
                 coverage=coverage,
@@ -193,6 +198,9 @@ def run_all(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         models = args.models or Path(scratch) / "models"
         build_models(models)
+        if args.engine == "vllm":
+            for method in EAGLE_METHODS:
+                save_eagle(models / method, method)
         for names in filter(None, groups):
             out = Path(scratch) / "entries.json"
             out.unlink(missing_ok=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,14 +40,22 @@ BATCH = 512
 T1 = {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}
 T07 = {"do_sample": True, "temperature": 0.7, "top_k": 5, "top_p": 0.9}
 GREEDY: dict[str, Any] = {"do_sample": False}
+EAGLE_LABELS = {"eagle": "EAGLE", "eagle3": "EAGLE-3"}
+GREEDY_TOKENS = 16
+"""Tokens per greedy run. The greedy audit draws a random prompt per run; after 5 tokens the
+target's argmax continuation has rarely repeated itself, so n-gram drafts of 3 were never
+accepted in full (35, 6, 0 accepted at positions 1-3 in 50 runs). By 16 tokens it has usually
+fallen into a cycle that the n-gram proposer drafts exactly (vLLM's own proposer function on
+HF's argmax continuations of 50 random prompts: 153, 55, 17)."""
 
 
 @dataclass(frozen=True)
 class Speculation:
-    """What vLLM drafts with: nothing, n-gram lookup, or a draft model (``target``: the target
-    itself as its own draft) proposing ``k`` tokens."""
+    """What vLLM drafts with: nothing, n-gram lookup, a draft model (``target``: the target
+    itself as its own draft), or an EAGLE / EAGLE-3 head of :mod:`.real_eagle`, proposing
+    ``k`` tokens."""
 
-    method: str  # "none", "ngram", "draft", "target"
+    method: str  # "none", "ngram", "draft", "target", "eagle", "eagle3"
     k: int = 0
 
     @property
@@ -57,6 +66,8 @@ class Speculation:
             return f"ngram k={self.k}"
         if self.method == "target":
             return f"draft = target k={self.k}"
+        if self.method in EAGLE_LABELS:
+            return f"{EAGLE_LABELS[self.method]} k={self.k}"
         return f"draft model k={self.k}"
 
 
@@ -86,8 +97,19 @@ def speculative_config(speculation: Speculation, paths: ModelPaths) -> dict[str,
             "prompt_lookup_min": 1,
             "prompt_lookup_max": 3,
         }
+    if speculation.method in EAGLE_LABELS:
+        return {
+            "method": speculation.method,
+            "model": str(eagle_path(paths, speculation.method)),
+            "num_speculative_tokens": speculation.k,
+        }
     model = paths.draft if speculation.method == "draft" else paths.target
     return {"model": str(model), "num_speculative_tokens": speculation.k}
+
+
+def eagle_path(paths: ModelPaths, method: str) -> Path:
+    """Where :func:`.real_eagle.save_eagle` puts the ``method`` head beside the models."""
+    return paths.target.parent / method
 
 
 def sampling_kwargs(sampling: Mapping[str, Any]) -> dict[str, Any]:
@@ -115,6 +137,8 @@ def configurations() -> list[VllmConfig]:
         Speculation("draft", 3),
         Speculation("draft", 4),
         Speculation("target", 3),
+        Speculation("eagle", 3),
+        Speculation("eagle3", 3),
     ):
         out.append(VllmConfig(f"T=1 {speculation.label}", speculation, T1, "T = 1", "T=1 control"))
     label = "T = 0.7, top-k 5, top-p 0.9"
@@ -122,10 +146,12 @@ def configurations() -> list[VllmConfig]:
     for speculation in (Speculation("ngram", 3), Speculation("draft", 3)):
         name = f"T=0.7 {speculation.label}"
         out.append(VllmConfig(name, speculation, T07, label, "T=0.7 control"))
-    out.append(VllmConfig("greedy control", none, GREEDY, "greedy"))
+    out.append(VllmConfig("greedy control", none, GREEDY, "greedy", tokens=GREEDY_TOKENS))
     for speculation in (Speculation("ngram", 3), Speculation("draft", 3)):
         name = f"greedy {speculation.label}"
-        out.append(VllmConfig(name, speculation, GREEDY, "greedy", "greedy control"))
+        out.append(
+            VllmConfig(name, speculation, GREEDY, "greedy", "greedy control", tokens=GREEDY_TOKENS)
+        )
     mixed = "T = 1 seeded and unseeded, with greedy requests in the same batch"
     out.append(VllmConfig("mixed control", none, T1, mixed, mixed=True))
     out.append(
@@ -133,6 +159,18 @@ def configurations() -> list[VllmConfig]:
             "mixed draft model k=3", Speculation("draft", 3), T1, mixed, "mixed control", True
         )
     )
+    return out
+
+
+def prompt_settings(config: VllmConfig, prompt: Sequence[int]) -> dict[str, Any]:
+    """What the results file says about the prompts a configuration's runs used."""
+    from .audit import GREEDY_RUNS
+
+    if not config.sampling.get("do_sample"):
+        return {"prompt": f"{GREEDY_RUNS} random prompts of {len(prompt)} tokens, one per run"}
+    out: dict[str, Any] = {"prompt": list(prompt)}
+    if config.mixed:
+        out["greedy_prompts"] = f"random prompts of {len(prompt)} tokens, one per greedy request"
     return out
 
 
