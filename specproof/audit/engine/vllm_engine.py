@@ -84,6 +84,15 @@ class VllmConfig:
     """Greedy companions and unseeded requests ride in every batch (see :func:`vllm_engine`)."""
     tokens: int = 5
     notes: tuple[str, ...] = field(default=())
+    expand_fixed: bool = False
+    """The engine runs in this process with vLLM's CPU ``expand_kernel`` replaced by
+    :func:`.vllm_sampler.expand_in_place` (docs/findings/vllm_cpu_expand_kernel.md): the
+    engine-level control that ties a failure to that kernel."""
+
+    @property
+    def engine_key(self) -> tuple[Speculation, bool]:
+        """Configurations with one key can share one started engine."""
+        return self.speculation, self.expand_fixed
 
 
 def speculative_config(speculation: Speculation, paths: ModelPaths) -> dict[str, Any] | None:
@@ -141,6 +150,14 @@ def configurations() -> list[VllmConfig]:
         Speculation("eagle3", 3),
     ):
         out.append(VllmConfig(f"T=1 {speculation.label}", speculation, T1, "T = 1", "T=1 control"))
+    for speculation in (
+        Speculation("ngram", 3),
+        Speculation("draft", 3),
+        Speculation("target", 3),
+        Speculation("eagle", 3),
+    ):
+        name = f"T=1 {speculation.label}, CPU expand kernel replaced"
+        out.append(VllmConfig(name, speculation, T1, "T = 1", "T=1 control", expand_fixed=True))
     label = "T = 0.7, top-k 5, top-p 0.9"
     out.append(VllmConfig("T=0.7 control", none, T07, label))
     for speculation in (Speculation("ngram", 3), Speculation("draft", 3)):
@@ -276,6 +293,17 @@ def start(config: VllmConfig, paths: ModelPaths) -> VllmRun:
     """Start vLLM on the saved target (float32, the same weights HF reads)."""
     os.environ.update({k: v for k, v in ENV.items() if k not in os.environ})
     os.environ.pop("TRITON_INTERPRET", None)  # vLLM must pick its CPU kernels, not Triton's
+    extra: dict[str, Any] = {}
+    if config.expand_fixed:
+        # In this process (engine core and worker), so the replacement is what the worker
+        # registers when it starts.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        from vllm.utils import cpu_triton_utils
+
+        from .vllm_sampler import expand_in_place
+
+        cpu_triton_utils._expand_kernel_impl = expand_in_place
+        extra["distributed_executor_backend"] = "uni"
     import vllm
 
     llm = vllm.LLM(
@@ -288,6 +316,7 @@ def start(config: VllmConfig, paths: ModelPaths) -> VllmRun:
         disable_log_stats=False,  # the speculative-decoding counters of the coverage row
         enable_prefix_caching=False,
         enforce_eager=True,  # skips the model's compile warm-up (minutes here); same sampler
+        **extra,
     )
     return VllmRun(llm, config, vllm.__version__)
 
