@@ -46,7 +46,7 @@ GREEDY_TOKENS = 16
 target's argmax continuation has rarely repeated itself, so n-gram drafts of 3 were never
 accepted in full (35, 6, 0 accepted at positions 1-3 in 50 runs). By 16 tokens it has usually
 fallen into a cycle that the n-gram proposer drafts exactly (vLLM's own proposer function on
-HF's argmax continuations of 50 random prompts: 153, 55, 17)."""
+HF's argmax continuations of 50 random prompts: 153, 55, 17; the audit's run: 164, 61, 26)."""
 
 
 @dataclass(frozen=True)
