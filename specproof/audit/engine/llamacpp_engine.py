@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .real_models import PROMPT, ModelPaths, load_target
+from .real_models import LOOKUP_PROMPT, PROMPT, ModelPaths, load_target
 from .subject import Emission, Engine, TargetProbs
 
 VERSION = "0.3.36"
@@ -51,6 +51,7 @@ class LlamaCppConfig:
     sampling_label: str
     control: str = ""
     tokens: int = 5
+    prompt: tuple[int, ...] = PROMPT
 
     @property
     def label(self) -> str:
@@ -60,17 +61,23 @@ class LlamaCppConfig:
 
 
 def configurations() -> list[LlamaCppConfig]:
+    """Every audited configuration, each control first; a control and the configurations
+    compared with it share one prompt (at T = 1 the one after which prompt lookup's drafts
+    are accepted in full, :data:`LOOKUP_PROMPT`)."""
     out = []
-    for tag, sampling, label in (
-        ("T=1", T1, "T = 1"),
-        ("truncated", TRUNCATED, "top-k 5, top-p 0.9, min-p 0.05, repetition penalty 1.3"),
-    ):
+    for tag, sampling, label, prompt in (
+        ("T=1", T1, "T = 1", LOOKUP_PROMPT),
+        ("truncated", TRUNCATED, "top-k 5, top-p 0.9, min-p 0.05, repetition penalty 1.3",
+         PROMPT),
+    ):  # fmt: skip
         control = f"{tag} no draft"
-        out.append(LlamaCppConfig(control, "none", 0, sampling, label))
-        out.append(
-            LlamaCppConfig(f"{tag} prompt lookup k=3", "lookup", 3, sampling, label, control)
-        )
-        out.append(LlamaCppConfig(f"{tag} draft model k=3", "draft", 3, sampling, label, control))
+        out.append(LlamaCppConfig(control, "none", 0, sampling, label, prompt=prompt))
+        for drafter, name in (("lookup", "prompt lookup"), ("draft", "draft model")):
+            out.append(
+                LlamaCppConfig(
+                    f"{tag} {name} k=3", drafter, 3, sampling, label, control, prompt=prompt
+                )
+            )
     return out
 
 
@@ -312,8 +319,8 @@ def llamacpp_engine(config: LlamaCppConfig, paths: ModelPaths, ggufs: ModelPaths
     return Engine(
         name=config.name,
         generate=generate,
-        target_probs=llamacpp_target_probs(target, config.sampling, len(PROMPT)),
-        prompt=PROMPT,
+        target_probs=llamacpp_target_probs(target, config.sampling, len(config.prompt)),
+        prompt=config.prompt,
         eos=None,
         max_draft=config.k or None,
     )
@@ -371,7 +378,7 @@ def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> N
             "sampling": config.sampling_label,
             "drafter": config.label,
             "tokens": config.tokens,
-            "prompt": list(PROMPT),
+            "prompt": list(config.prompt),
             "logit_gap": gap_logit,
             "row_tv_gap": gap_tv,
             "tolerance": tolerance,

