@@ -262,9 +262,10 @@ def audit_llamacpp(session: nox.Session) -> None:
     """llama.cpp (llama-cpp-python 0.3.36, built from source: 57 minutes at one build job under
     this machine's load, about 12 on a quiet one; 47 s on 2026-12-06 with a wheel built earlier
     in pip's cache) audited in place on the same tiny models, in its own venv (1.4 GB with torch
-    and transformers for the HF law). `-- --runs 1500` (the README's figures): 23 minutes for
-    all six configurations on 2026-12-06 at a load average of 12-15. Writes the llama.cpp
-    entries of benchmarks/engine_audit_real.json and .md."""
+    and transformers for the HF law). At the default n (the README's figures) on 2026-12-06:
+    7 minutes for the three T = 1 configurations at a load average of 5-8, 3 minutes for the
+    three truncated ones at 4-5; `-- --runs 1500` took 23 minutes for all six at 12-15. Writes
+    the llama.cpp entries of benchmarks/engine_audit_real.json and .md."""
     # sentencepiece: the GGUF converter imports it before it falls back to tokenizer.json.
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy", "sentencepiece"

@@ -34,12 +34,12 @@ PROMPT = (1, 2, 3, 1, 2, 3, 1, 2)
 LOOKUP_PROMPT = (4, 4, 4, 4, 4, 4, 4, 4)
 """The target's own greedy continuation, repeated: its argmax continuation of this prompt is 4
 again for every one of the 12 tokens checked (HF on these weights); the first has probability
-0.65 at T = 1. Prompt lookup then drafts 4, 4, 4 after
-every sampled 4, and the first draft (made after the first sampled token) is accepted in full
-with probability 0.184 (HF: the sum over the first token of its probability times the
-target's probability of the three drafted tokens), the highest among the length-8 prompts
-repeating a cycle of 1-4 tokens. After :data:`PROMPT` that probability is 1.3e-4: no draft of
-3 was accepted in full in 1500 runs of llama.cpp at T = 1."""
+0.65 at T = 1. Prompt lookup then drafts 4, 4, 4 after a sampled 4, and the first draft (made
+after the first sampled token) is accepted in full with probability 0.184 (HF: the sum over
+the first token of its probability times the target's probability of the three drafted
+tokens), the highest among the length-8 prompts repeating a cycle of 1-4 tokens. After
+:data:`PROMPT` that probability is 1.3e-4: no draft of 3 was accepted in full in an earlier
+audit of 1500 llama.cpp runs at T = 1."""
 TOKEN_TEXT = ("<s>", "a", "b", "c", "d", "e", "ab", "</s>")
 MERGES = [("a", "b")]
 """One merge: llama.cpp refuses a BPE vocabulary without merges."""
