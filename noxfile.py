@@ -215,8 +215,8 @@ def e2e(session: nox.Session) -> None:
 @nox.session(**SHARED, name="e2e-headline", default=False)
 def e2e_headline(session: nox.Session) -> None:
     """Batch-1 DSpark + Algorithm 1 against the target and the best EAGLE-3 (paired chunks,
-    about 15-30 min on 2 shared cores), then Algorithm 1 at B = 4, 8, 16 under the CPU and
-    memory-bound clocks (about an hour); each rewrites its BENCHMARKS.md section."""
+    about 30 min on 2 loaded cores), then Algorithm 1 at B = 4, 8, 16 under the CPU and
+    memory-bound clocks (about 30 min); each rewrites its BENCHMARKS.md section."""
     install(session, "test,e2e")
     session.run("python", "-m", "specproof.e2e.headline", *session.posargs)
     session.run("python", "-m", "specproof.e2e.scheduler_clocks")

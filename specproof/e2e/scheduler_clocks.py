@@ -441,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "--batches", type=integer_at_least("--batches", 2), nargs="+", default=[4, 8, 16]
     )
     parser.add_argument(
-        "--chunks", type=integer_at_least("--chunks", 1), default=4, help="per domain"
+        "--chunks", type=integer_at_least("--chunks", 1), default=8, help="per domain"
     )
     parser.add_argument(
         "--sweep-chunks", type=integer_at_least("--sweep-chunks", 1), default=1, help="per domain"

@@ -133,3 +133,19 @@ def test_step_fit_is_the_least_squares_line_of_round_times() -> None:
     assert fit_steps_per_second([1, 2], [0.02, 0.01]) == pytest.approx([1 / 0.015] * 2)
     with pytest.raises(ValueError):
         fit_steps_per_second([3], [0.01])
+
+
+def test_profile_with_a_stride_times_every_stride_th_b_and_the_largest() -> None:
+    torch.set_num_threads(1)
+    models = toy_models(drafter_steps=2)
+    chunks = [[[ord(c) for c in "def f(x):"], [ord(c) for c in "import os"]]]
+    profile = profile_sps(
+        models.target, models.dspark, chunks, 4, sweeps=1, max_seconds=0.0, min_sweeps=1, stride=3
+    )
+    largest = 2 * (models.dspark.gamma + 1)  # gamma = 3: B = 2..8
+    assert profile.batch_sizes == sorted({*range(2, largest + 1, 3), largest}) == [2, 5, 8]
+    assert len(profile.step_fit) == 3
+    stride_four = profile_sps(
+        models.target, models.dspark, chunks, 4, sweeps=1, max_seconds=0.0, min_sweeps=1, stride=4
+    )
+    assert stride_four.batch_sizes == [2, 6, 8]  # the largest B is kept off the stride
