@@ -218,8 +218,8 @@ def e2e_headline(session: nox.Session) -> None:
     about 30 min on 2 loaded cores), then Algorithm 1 at B = 4, 8, 16 under the CPU and
     memory-bound clocks (about 30 min); each rewrites its BENCHMARKS.md section."""
     install(session, "test,e2e")
-    session.run("python", "-m", "specproof.e2e.headline", *session.posargs)
-    session.run("python", "-m", "specproof.e2e.scheduler_clocks")
+    session.run("python", "-m", "specproof.e2e.evaluation.headline", *session.posargs)
+    session.run("python", "-m", "specproof.e2e.evaluation.scheduler_clocks")
 
 
 @nox.session(**SHARED, name="train-target", default=False)
@@ -227,7 +227,7 @@ def train_target(session: nox.Session) -> None:
     """Train the shipped target and both drafters (fixed steps, seeds and data) and write
     them to specproof/e2e/weights/ as bf16 safetensors."""
     install(session, "test,e2e")
-    session.run("python", "-m", "specproof.e2e.ship", *session.posargs)
+    session.run("python", "-m", "specproof.e2e.training.ship", *session.posargs)
 
 
 REAL_ENGINE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}

@@ -1,25 +1,33 @@
 """specproof.e2e: DSpark end to end on small byte-level transformers.
 
-Modules by job:
+Layout, by job (each subpackage's docstring says what each of its modules does):
 
-- data: :mod:`.data` (code, prose and math corpora, windows, prompts), :mod:`.math_corpus`.
-- modeling: :mod:`.target`, :mod:`.drafters` (DSpark and its EAGLE-3 baseline),
-  :mod:`.schedules` (the release's per-position threshold), :mod:`.weights`, :mod:`.models`
-  (loading a trained set).
-- training: :mod:`.train` (the training loops, fixed steps or a time budget), :mod:`.ship`
-  (the one staged path for the shipped models, ``nox -s train-target``, and for
-  ``run --from-scratch``), :mod:`.sweep` (depth and Markov rank at a fixed budget),
-  :mod:`.draft_time` (what a deeper drafter costs per round).
-- decoding: :mod:`.decode` (the round loop with KV caches and a phase breakdown),
-  :mod:`.verify` (the one-pass chain verifier of the speed tables).
-- evaluation: :mod:`.evaluation` (the fixed-gamma table), :mod:`.experiments`,
-  :mod:`.compare`, :mod:`.measure`, :mod:`.latency`, :mod:`.scheduler_tests`,
-  :mod:`.pairtest`, :mod:`.calibration`, :mod:`.sts`, :mod:`.agreement`, :mod:`.lossless`,
-  :mod:`.lossless_checks`, :mod:`.tau` (both drafters' tau for one set of weights,
-  without the speed tables), :mod:`.headline` (the batch-1 speed headline against the best
-  EAGLE-3), :mod:`.scheduler_clocks` (Algorithm 1 at B = 4, 8, 16 under :mod:`.clocks`),
-  :mod:`.sizing` (chunk counts from a sign test's power, median intervals).
-- report: :mod:`.report` (the tables of BENCHMARKS.md and ``benchmarks/e2e.json``).
-- the run: :mod:`.plans` (one ``Plan`` per size), :mod:`.run` (``nox -s e2e``), :mod:`.toy`
-  (tiny models for tests).
+- ``data/`` (corpora, math_corpus): the corpora the models train and decode on.
+- ``models/`` (target, drafting, dspark, eagle, weight_files, loading, toy, markov_heads): the
+  target, one drafter per file, their weight files and loading.
+- ``training/`` (loops, ship, sweep): the training loops, the staged path of the shipped models, the
+  depth sweep.
+- ``decoding/`` (rounds, verifier, schedules): the speculative round loop, its verifier and
+  schedules.
+- ``evaluation/`` (measurements, paired_runs, sign_test, comparisons, fixed_gamma, latency,
+  scheduler_comparison, calibration, sts, losslessness, losslessness_by_decoder, agreement, tau,
+  draft_time, held_out, best_draft, block_laws, ceiling, clocks, depth_draft_time, drafter_tau,
+  headline, scheduler_clocks, sizing, speed_sections, sts_claims, walk_cost): measurements, and the
+  comparisons and tests built on them.
+- ``report/`` (agreement, document, speed, table): the tables of BENCHMARKS.md and
+  ``benchmarks/e2e.json``.
+- ``plans``: one Plan per size: model sizes, steps, measurement sizes.
+- ``arguments``: argument checks shared by the commands.
+- ``run``: train or load, measure, write the tables (``nox -s e2e``).
+
+Commands: ``python -m specproof.e2e.run``, ``python -m specproof.e2e.training.ship``,
+``python -m specproof.e2e.training.sweep``, ``python -m specproof.e2e.evaluation.tau``,
+``python -m specproof.e2e.evaluation.draft_time``, ``python -m specproof.e2e.evaluation.held_out``,
+``python -m specproof.e2e.evaluation.ceiling``,
+``python -m specproof.e2e.evaluation.depth_draft_time``,
+``python -m specproof.e2e.evaluation.drafter_tau``, ``python -m specproof.e2e.evaluation.headline``,
+``python -m specproof.e2e.evaluation.scheduler_clocks``,
+``python -m specproof.e2e.evaluation.speed_sections``,
+``python -m specproof.e2e.evaluation.sts_claims``, ``python -m specproof.e2e.evaluation.walk_cost``,
+``python -m specproof.e2e.report``.
 """

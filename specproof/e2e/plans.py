@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from .decode import VerifyStep
-from .drafters import DSparkConfig, EagleConfig
-from .target import TargetConfig
-from .verify import generator_chain_verify
+from .decoding.rounds import VerifyStep
+from .decoding.verifier import generator_chain_verify
+from .models.dspark import DSparkConfig
+from .models.eagle import EagleConfig
+from .models.target import TargetConfig
 
 FAST_VERIFY: VerifyStep = generator_chain_verify
-"""The verifier of the speed tables; see :mod:`specproof.e2e.verify` for why."""
+"""The verifier of the speed tables; see :mod:`specproof.e2e.decoding.verifier` for why."""
 SIGN_TEST_ALPHA = 0.05
 SIGN_TEST_SLOWER_SHARE = 0.9
 LOSSLESS_BETA = 1e-3

@@ -23,22 +23,22 @@ import torch
 
 from specproof.command_rules import OneLineParser
 
-from .agreement import agreement_by_domain
 from .arguments import integer_at_least, loaded, number_in
-from .data import Corpus, load_corpora, prompts_from
-from .evaluation import fixed_gamma_tables
-from .experiments import Setting
-from .held_out import held_out_statistics
-from .latency import matched_eagle_gamma, measure_latency
-from .lossless_checks import lossless_checks
-from .measure import batched, profile_batches
-from .models import SHIPPED_DIR, load_models
+from .data.corpora import Corpus, load_corpora, prompts_from
+from .evaluation.agreement import agreement_by_domain
+from .evaluation.comparisons import Setting
+from .evaluation.fixed_gamma import fixed_gamma_tables
+from .evaluation.held_out import held_out_statistics
+from .evaluation.latency import matched_eagle_gamma, measure_latency
+from .evaluation.losslessness_by_decoder import lossless_checks
+from .evaluation.measurements import batched, profile_batches
+from .evaluation.scheduler_comparison import compare_at_requests, measure_schedulers
+from .evaluation.sts import fit_sts_by_temperature, held_out_check
+from .models.loading import SHIPPED_DIR, load_models
+from .models.target import parameter_count
 from .plans import FAST_VERIFY, FULL, LOSSLESS_TOLERANCE, SHIPPED, SMOKE, Plan
 from .report import write_tables
-from .scheduler_tests import compare_at_requests, measure_schedulers
-from .ship import train_models
-from .sts import fit_sts_by_temperature, held_out_check
-from .target import parameter_count
+from .training.ship import train_models
 
 
 def run(
@@ -172,8 +172,8 @@ def run(
             "device": "CPU only (no GPU was available)",
         },
         "weights": models.source,
-        "verifier": "specproof.e2e.verify.generator_chain_verify (losslessness also checked "
-        "through specproof.optimized.chain_verify)",
+        "verifier": "specproof.e2e.decoding.verifier.generator_chain_verify (losslessness also "
+        "checked through specproof.optimized.chain_verify)",
         "budget_minutes": budget_minutes,
         "plan": json.loads(json.dumps(asdict(plan), default=str)),
         "corpora": {k: c.sizes() for k, c in corpora.items()},

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from specproof.e2e.agreement import agreement_table, greedy_continuation
-from specproof.e2e.decode import autoregressive_generate
-from specproof.e2e.toy import toy_models
+from specproof.e2e.decoding.rounds import autoregressive_generate
+from specproof.e2e.evaluation.agreement import agreement_table, greedy_continuation
+from specproof.e2e.models.toy import toy_models
 
 PROMPTS = [[ord(c) for c in text] for text in ("def f(x):", "The quick")]
 

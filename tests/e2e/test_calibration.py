@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specproof.e2e.calibration import (
+from specproof.e2e.evaluation.calibration import (
     cumulative_confidence,
     cumulative_ece,
     ece_change_by_position,

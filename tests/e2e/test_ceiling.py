@@ -8,18 +8,19 @@ import pytest
 import torch
 from scipy.optimize import linprog
 
-from specproof.e2e import ceiling
-from specproof.e2e.best_draft import (
+from specproof.e2e.evaluation import ceiling
+from specproof.e2e.evaluation.best_draft import (
     best_pooled_law,
     context_estimates,
     grouped_in_sample,
     survival_weights,
 )
-from specproof.e2e.block_laws import dspark_block_laws, eagle_block_laws, sample_block
-from specproof.e2e.drafters import DSparkConfig, DSparkDrafter, EagleConfig, EagleDrafter
-from specproof.e2e.models import Models
-from specproof.e2e.target import Target
-from specproof.e2e.toy import TOY_TARGET
+from specproof.e2e.evaluation.block_laws import dspark_block_laws, eagle_block_laws, sample_block
+from specproof.e2e.models.dspark import DSparkConfig, DSparkDrafter
+from specproof.e2e.models.eagle import EagleConfig, EagleDrafter
+from specproof.e2e.models.loading import Models
+from specproof.e2e.models.target import Target
+from specproof.e2e.models.toy import TOY_TARGET
 
 A = np.array([0.8, 0.2])
 B = np.array([0.3, 0.7])

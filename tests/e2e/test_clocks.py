@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from specproof.reference.schedulers import Algorithm1, FixedGamma
 
-from specproof.e2e.clocks import (
+from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
+from specproof.e2e.evaluation.clocks import (
     MeasuredClock,
     RooflineClock,
     line_from_profile,
@@ -15,8 +16,7 @@ from specproof.e2e.clocks import (
     round_cost,
     verified_tokens,
 )
-from specproof.e2e.decode import DecodeResult, RoundLog
-from specproof.e2e.measure import fit_steps_per_second
+from specproof.e2e.evaluation.measurements import fit_steps_per_second
 
 ROOFLINE = RooflineClock(requests=4, knee=16, dspark_gamma=7, dspark_share=0.2, eagle_share=0.25)
 

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import torch
 
-from specproof.e2e.data import (
+from specproof.e2e.data.corpora import (
     SEPARATOR,
     Document,
     prompts_from,
     prose_documents,
     split_documents,
 )
-from specproof.e2e.models import load_dspark, load_eagle, load_target
-from specproof.e2e.toy import toy_models
-from specproof.e2e.weights import save_weights
+from specproof.e2e.models.loading import load_dspark, load_eagle, load_target
+from specproof.e2e.models.toy import toy_models
+from specproof.e2e.models.weight_files import save_weights
 
 
 def test_splits_are_deterministic_and_disjoint() -> None:
@@ -63,9 +63,9 @@ def test_shipped_weights_are_the_plan_of_nox_train_target() -> None:
 
     from safetensors import safe_open
 
-    from specproof.e2e.models import SHIPPED_DIR, load_models
+    from specproof.e2e.models.loading import SHIPPED_DIR, load_models
+    from specproof.e2e.models.target import parameter_count
     from specproof.e2e.plans import SHIPPED as SHIP
-    from specproof.e2e.target import parameter_count
 
     files = sorted(SHIPPED_DIR.glob("*.safetensors"))
     assert [f.stem for f in files] == ["dspark", "eagle", "target"]

@@ -14,9 +14,9 @@ import copy
 import pytest
 import torch
 
-from specproof.e2e.data import WindowSampler, load_corpora
-from specproof.e2e.drafters import DSparkDrafter
-from specproof.e2e.models import SHIPPED_DIR, load_models
+from specproof.e2e.data.corpora import WindowSampler, load_corpora
+from specproof.e2e.models.dspark import DSparkDrafter
+from specproof.e2e.models.loading import SHIPPED_DIR, load_models
 
 SLOT1_TV_FLOOR = 0.15
 """The shipped drafter measures 0.453 (code), 0.454 (prose), 0.450 (math); that of 78a9b08

@@ -1,5 +1,5 @@
 """The several-drafter tau comparison: slot acceptance counts, and the shipped pair reproduces
-``specproof.e2e.tau`` on the same prompts."""
+``specproof.e2e.evaluation.tau`` on the same prompts."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from specproof.e2e.decode import DecodeResult, RoundLog
-from specproof.e2e.drafter_tau import EAGLE, comparison, main, slot_acceptance
-from specproof.e2e.models import SHIPPED_DIR, load_models
-from specproof.e2e.tau import tau_table
+from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
+from specproof.e2e.evaluation.drafter_tau import EAGLE, comparison, main, slot_acceptance
+from specproof.e2e.evaluation.tau import tau_table
+from specproof.e2e.models.loading import SHIPPED_DIR, load_models
 
 
 def test_slot_acceptance_counts_reached_and_passed_slots() -> None:

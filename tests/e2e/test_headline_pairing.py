@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from specproof.e2e.clocks import RooflineClock, verified_tokens
-from specproof.e2e.compare import interleaved
-from specproof.e2e.decode import DecodeResult
-from specproof.e2e.experiments import Setting
-from specproof.e2e.headline import (
+from specproof.e2e.decoding.rounds import DecodeResult
+from specproof.e2e.evaluation.clocks import RooflineClock, verified_tokens
+from specproof.e2e.evaluation.comparisons import Setting
+from specproof.e2e.evaluation.headline import (
     DSPARK,
     TARGET,
     decoders_for,
@@ -22,10 +21,11 @@ from specproof.e2e.headline import (
     pick_gamma,
     verdicts,
 )
+from specproof.e2e.evaluation.paired_runs import interleaved
+from specproof.e2e.evaluation.scheduler_clocks import charged, drafter_of, record_rounds
+from specproof.e2e.evaluation.speed_sections import headline_section
+from specproof.e2e.models.toy import toy_models
 from specproof.e2e.plans import FAST_VERIFY
-from specproof.e2e.scheduler_clocks import charged, drafter_of, record_rounds
-from specproof.e2e.speed_sections import headline_section
-from specproof.e2e.toy import toy_models
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def test_headline_section_marks_each_target_met_or_missed(
     entry = verdicts(1.0, toy_runs, 3)
     entry.update(chunks=4, load_before=[1.0, 1.0, 1.0], load_after=[2.0, 2.0, 2.0])
     result = {
-        "command": "python -m specproof.e2e.headline",
+        "command": "python -m specproof.e2e.evaluation.headline",
         "seconds": 1.0,
         "weights": "toy",
         "prompt_length": 4,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specproof.e2e.models import SHIPPED_DIR, load_models
+from specproof.e2e.models.loading import SHIPPED_DIR, load_models
 
 
 def test_a_report_without_the_pool_stage_names_the_missing_stage(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ file), valid for every sample size (specproof.stats' non-asymptotic bound), unde
 "the sampler is within TV 1e-4 of the float64 law" (float32 arithmetic; the measured
 first-token gap is asserted far below that). With n = required_samples, each test rejects
 any sampler whose law, pushed through the 9 rank cells of
-specproof.e2e.lossless.rank_cells, is at TV >= 0.05 with probability
+specproof.e2e.evaluation.losslessness.rank_cells, is at TV >= 0.05 with probability
 >= 1 - 1e-3.
 """
 
@@ -15,14 +15,14 @@ import pytest
 import torch
 from specproof.reference.schedulers import Algorithm1, FixedGamma
 
-from specproof.e2e.drafters import DSparkDrafter
-from specproof.e2e.lossless import (
+from specproof.e2e.evaluation.losslessness import (
     first_tokens_law,
     float32_gap,
     losslessness_test,
     sample_first_tokens,
 )
-from specproof.e2e.toy import ToyModels, toy_models
+from specproof.e2e.models.dspark import DSparkDrafter
+from specproof.e2e.models.toy import ToyModels, toy_models
 from specproof.stats import required_samples
 
 ALPHA = 5e-7

@@ -1,4 +1,4 @@
-"""The DSpark drafter's gated and recurrent heads (specproof.e2e.markov_heads) on the toy
+"""The DSpark drafter's gated and recurrent heads (specproof.e2e.models.markov_heads) on the toy
 target: shapes, drafting against the teacher-forced pass, saving and loading, and the vanilla
 head (the shipped weights) unchanged."""
 
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from specproof.e2e.drafters import DSparkConfig, DSparkDrafter
-from specproof.e2e.markov_heads import HEADS
-from specproof.e2e.models import SHIPPED_DIR, load_dspark, load_target
-from specproof.e2e.target import Target
-from specproof.e2e.toy import TOY_TARGET
-from specproof.e2e.weights import WeightsError, load_weights, save_weights
+from specproof.e2e.models.dspark import DSparkConfig, DSparkDrafter
+from specproof.e2e.models.loading import SHIPPED_DIR, load_dspark, load_target
+from specproof.e2e.models.markov_heads import HEADS
+from specproof.e2e.models.target import Target
+from specproof.e2e.models.toy import TOY_TARGET
+from specproof.e2e.models.weight_files import WeightsError, load_weights, save_weights
 
 CONFIG = DSparkConfig(gamma=4, n_layers=1, n_heads=2, d_ff=64, rank=8)
 PROMPT = [ord(c) for c in "def f(x): return"]
@@ -201,10 +201,14 @@ def test_decoding_with_a_new_head_stays_lossless(head: str) -> None:
     cells."""
     from specproof.reference.schedulers import Algorithm1
 
-    from specproof.e2e.data import WindowSampler, prose_documents, split_documents
-    from specproof.e2e.lossless import first_tokens_law, losslessness_test, sample_first_tokens
-    from specproof.e2e.toy import toy_models
-    from specproof.e2e.train import TrainSettings, train_dspark
+    from specproof.e2e.data.corpora import WindowSampler, prose_documents, split_documents
+    from specproof.e2e.evaluation.losslessness import (
+        first_tokens_law,
+        losslessness_test,
+        sample_first_tokens,
+    )
+    from specproof.e2e.models.toy import toy_models
+    from specproof.e2e.training.loops import TrainSettings, train_dspark
     from specproof.stats import required_samples
 
     torch.set_num_threads(1)

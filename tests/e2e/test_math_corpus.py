@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from specproof.e2e.data import load_corpora, math_documents
-from specproof.e2e.math_corpus import math_document
+from specproof.e2e.data.corpora import load_corpora, math_documents
+from specproof.e2e.data.math_corpus import math_document
 
 STEP = re.compile(r"^(-?\d+) ([-+*/]) (-?\d+) = (-?\d+)$")
 SOLVE = re.compile(r"^(\d+)x = (-?\d+) - (\d+) = (-?\d+)$")

@@ -8,9 +8,8 @@ import pytest
 import torch
 from specproof.reference.schedulers import Algorithm1
 
-from specproof.e2e.compare import Decoder, interleaved, speed_entry, speed_ratios
-from specproof.e2e.decode import DecodeResult, RoundLog
-from specproof.e2e.measure import (
+from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
+from specproof.e2e.evaluation.measurements import (
     SpreadSchedule,
     fit_steps_per_second,
     full_batch_tokens_per_second,
@@ -18,7 +17,8 @@ from specproof.e2e.measure import (
     profile_sps,
     spread_lengths,
 )
-from specproof.e2e.toy import toy_models
+from specproof.e2e.evaluation.paired_runs import Decoder, interleaved, speed_entry, speed_ratios
+from specproof.e2e.models.toy import toy_models
 
 
 @pytest.mark.parametrize("requests", [1, 3, 4])

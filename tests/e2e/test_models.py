@@ -6,8 +6,8 @@ import pytest
 import torch
 from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThreshold
 
-from specproof.e2e.decode import autoregressive_generate, speculative_generate
-from specproof.e2e.toy import ToyModels, toy_models
+from specproof.e2e.decoding.rounds import autoregressive_generate, speculative_generate
+from specproof.e2e.models.toy import ToyModels, toy_models
 
 PROMPTS = [[ord(c) for c in text] for text in ("def f(x):", "The quick", "import o")]
 
@@ -188,7 +188,7 @@ def test_drafting_for_finished_requests_stays_inside_the_caches(models: ToyModel
     """Regression: a request that finished first (with a round's overshoot) is still drafted
     for while the others decode; the EAGLE-style drafter's scratch writes past its lengths
     once ran off the end of a cache sized for the longest prompt plus the new tokens."""
-    from specproof.e2e.experiments import with_gamma
+    from specproof.e2e.evaluation.comparisons import with_gamma
 
     eagle = with_gamma(models.eagle, 6)  # scratch writes reach gamma - 2 past the lengths
     prompts = [PROMPTS[0], PROMPTS[0][:3]]

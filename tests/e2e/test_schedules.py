@@ -6,7 +6,7 @@ from fractions import Fraction
 
 from specproof.reference.schedulers import StaticThreshold
 
-from specproof.e2e.schedules import PerPositionThreshold
+from specproof.e2e.decoding.schedules import PerPositionThreshold
 
 
 def test_per_position_cut_stops_at_the_first_low_confidence() -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from specproof.e2e.models import SHIPPED_DIR
+from specproof.e2e.models.loading import SHIPPED_DIR
+from specproof.e2e.models.weight_files import load_weights
 from specproof.e2e.plans import SMOKE
-from specproof.e2e.ship import POOL_FILE, main, train_models
-from specproof.e2e.weights import load_weights
+from specproof.e2e.training.ship import POOL_FILE, main, train_models
 
 TINY = replace(
     SMOKE,

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from specproof.e2e.decode import DecodeResult, RoundLog
-from specproof.e2e.measure import mean_accepted_length
-from specproof.e2e.models import SHIPPED_DIR, load_models
-from specproof.e2e.tau import paired_difference, tau_table
+from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
+from specproof.e2e.evaluation.measurements import mean_accepted_length
+from specproof.e2e.evaluation.tau import paired_difference, tau_table
+from specproof.e2e.models.loading import SHIPPED_DIR, load_models
 
 
 def test_paired_difference_is_the_ratio_of_totals_with_an_interval_over_chunks() -> None:

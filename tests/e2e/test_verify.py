@@ -1,4 +1,4 @@
-"""The batched chain verifier of the speed tables (specproof.e2e.verify).
+"""The batched chain verifier of the speed tables (specproof.e2e.decoding.verifier).
 
 Statistical tests: each has false-fail rate alpha = 2.5e-7 (1e-6 for the file, four tests),
 valid for every sample size (specproof.stats' non-asymptotic bound), null "within TV 1e-4 of
@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 import torch
 
-from specproof.e2e.verify import batched_chain_verify
+from specproof.e2e.decoding.verifier import batched_chain_verify
 from specproof.stats import goodness_of_fit, required_samples
 
 ALPHA = 2.5e-7

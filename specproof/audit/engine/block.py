@@ -9,7 +9,7 @@ Signature of the pieces (batch 1, full context each round, so no cache can be st
   threshold, or a scheduler such as Algorithm 1 with its SPS curve bound in).
 - ``verify(target_probs [1, n + 1, V], draft_probs [1, n, V], drafts [1, n], lengths [1],
   temperature=, generator=) -> (emitted [1, n + 1] with -1 padding, accepted [1])``, the
-  signature of :func:`specproof.e2e.verify.batched_chain_verify`.
+  signature of :func:`specproof.e2e.decoding.verifier.batched_chain_verify`.
 
 ``target_probs(sequences [B, L]) -> [B, L, V]`` is the target's processed law; the round
 verifies against it, and the audit tests the output against it.

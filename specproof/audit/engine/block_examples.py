@@ -6,7 +6,7 @@ drafts a block of gamma = 3 tokens in parallel, slot k from a law that depends o
 last two tokens and k only (the target's row there plus seeded noise), and reports slot k's
 confidence as that law's largest mass: known before any draft is drawn. Cuts: a static
 threshold on the prefix survival, or Algorithm 1 with an SPS curve; verification is
-:func:`specproof.e2e.verify.batched_chain_verify`.
+:func:`specproof.e2e.decoding.verifier.batched_chain_verify`.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def algorithm1_cut(confidences: list[list[float]]) -> list[int]:
 
 
 def _engine(name: str, proposer: object, cut: Cut) -> Engine:
-    from specproof.e2e.verify import batched_chain_verify
+    from specproof.e2e.decoding.verifier import batched_chain_verify
 
     round_fn = block_round(proposer, cut, batched_chain_verify, target_probs, TEMPERATURE)  # type: ignore[arg-type]
     return round_engine(name, round_fn, target_probs, PROMPT, max_draft=GAMMA)

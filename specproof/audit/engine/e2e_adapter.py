@@ -1,7 +1,7 @@
 """specproof's own end-to-end decoders (:mod:`specproof.e2e`, the shipped byte-level models) as
 audited engines.
 
-``generate_many`` is one batched call of :func:`specproof.e2e.decode.speculative_generate`
+``generate_many`` is one batched call of :func:`specproof.e2e.decoding.rounds.speculative_generate`
 (its requests are independent draws under a non-anticipating scheduler); ``target_probs`` is
 the target's plain whole-window forward pass, tempered as the decoder tempers it. V = 256 bytes
 and no EOS, so the audit runs the support, PIT and coverage rows (and greedy at T = 0).
@@ -36,15 +36,15 @@ def sps_for(requests: int) -> Callable[[int], float]:
 
 @functools.cache
 def shipped_models() -> Any:
-    from specproof.e2e.models import SHIPPED_DIR, load_models
+    from specproof.e2e.models.loading import SHIPPED_DIR, load_models
 
     return load_models(SHIPPED_DIR)
 
 
 def e2e_engine(name: str, drafter: str, schedule: Any, temperature: float = 1.0) -> Engine:
     """The shipped target with its ``drafter`` ("dspark" or "eagle") under ``schedule``."""
-    from specproof.e2e.decode import speculative_generate
-    from specproof.e2e.drafters import tempered_probs
+    from specproof.e2e.decoding.rounds import speculative_generate
+    from specproof.e2e.models.drafting import tempered_probs
 
     models = shipped_models()
     target, model = models.target, getattr(models, drafter)

@@ -6,8 +6,8 @@ The target's law depends on the last two tokens (a seeded table, V = 8, token 7 
 gives EOS mass :data:`EOS_MASS` after every context, so a run stops after 28 tokens at the
 median and a fifth of the runs reach 64 tokens without EOS. The round is
 :mod:`.block_examples`'s: a block of gamma = 3 drafts from a noisy copy of the target, a static
-confidence threshold, :func:`specproof.e2e.verify.batched_chain_verify`, run one request at a
-time (``generate``) or for a batch of independent requests (``generate_many``, which the audit
+confidence threshold, :func:`specproof.e2e.decoding.verifier.batched_chain_verify`, run one request
+at a time (``generate``) or for a batch of independent requests (``generate_many``, which the audit
 uses). The drift mutant verifies against a target pass that moves :data:`DRIFT` of the mass to
 EOS at every position (the speculative path's target law differs from the plain pass's by TV
 0.015 per position): each position is off by less than any per-position row is powered for,
@@ -78,7 +78,7 @@ def batched_rounds(verified: TargetProbs) -> GenerateMany:
     """The round of :func:`propose`, :func:`.block_examples.threshold_cut` and
     batched_chain_verify, run for a batch of independent requests at once (each request's
     rows, drafts and uniforms are its own): ``generate_many(prompts, num_new_tokens, seed)``."""
-    from specproof.e2e.verify import batched_chain_verify
+    from specproof.e2e.decoding.verifier import batched_chain_verify
 
     def generate_many(
         prompts: list[tuple[int, ...]], num_new_tokens: int, seed: int
@@ -126,7 +126,7 @@ def batched_rounds(verified: TargetProbs) -> GenerateMany:
 
 
 def _engine(name: str, verified: TargetProbs) -> Engine:
-    from specproof.e2e.verify import batched_chain_verify
+    from specproof.e2e.decoding.verifier import batched_chain_verify
 
     round_fn = block_round(propose, threshold_cut, batched_chain_verify, verified, TEMPERATURE)
     engine = round_engine(name, round_fn, target_probs, PROMPT, max_draft=GAMMA, eos=EOS)

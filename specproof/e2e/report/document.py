@@ -184,10 +184,10 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "First two emitted tokens from a fixed held-out prompt, many requests, against the "
         "target's exact law (float64 softmax of its logits), over the 9 cells of "
-        "`specproof.e2e.lossless.rank_cells` (each token's rank under the target, capped at "
-        "2), with `specproof.stats.goodness_of_fit`. alpha is the false-fail rate of each test "
-        "(1e-6 over all of them), power is the guaranteed chance of rejecting a sampler whose "
-        "law over those cells is at TV >= delta; the null allows a TV tolerance of 1e-4 for "
+        "`specproof.e2e.evaluation.losslessness.rank_cells` (each token's rank under the target, "
+        "capped at 2), with `specproof.stats.goodness_of_fit`. alpha is the false-fail rate of "
+        "each test (1e-6 over all of them), power is the guaranteed chance of rejecting a sampler "
+        "whose law over those cells is at TV >= delta; the null allows a TV tolerance of 1e-4 for "
         "float32.",
         "",
     ]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from ..data import DOMAIN_WEIGHTS
-from ..decode import PHASES
-from ..pairtest import sign_test_slower
+from ..data.corpora import DOMAIN_WEIGHTS
+from ..decoding.rounds import PHASES
+from ..evaluation.sign_test import sign_test_slower
 from ..plans import SIGN_TEST_ALPHA, SIGN_TEST_SLOWER_SHARE
 from .agreement import agreement_section
 from .table import fmt, table
@@ -38,7 +38,7 @@ def setup_lines(results: dict[str, Any]) -> list[str]:
         )
     else:
         shipped = weights == "shipped"
-        command = "`nox -s train-target`" if shipped else "`python -m specproof.e2e.ship`"
+        command = "`nox -s train-target`" if shipped else "`python -m specproof.e2e.training.ship`"
         place = "the shipped bf16 safetensors" if shipped else f"the bf16 safetensors in {weights}"
         origin = (
             f"trained once by {command} ({training['target']['steps']} steps, "
@@ -74,7 +74,7 @@ def setup_lines(results: dict[str, Any]) -> list[str]:
         f"{training['pool']['windows']} windows the target wrote itself.",
         f"- Decoding: prompts of {plan['prompt_length']} bytes from held-out documents, "
         f"{plan['new_tokens']} new tokens per request, KV caches for target and drafters. "
-        "Chain verification for the speed tables: `specproof.e2e.verify` (the rule of "
+        "Chain verification for the speed tables: `specproof.e2e.decoding.verifier` (the rule of "
         "`specproof.optimized.chain_verify`, all positions in one set of tensor operations, "
         "uniforms from a seeded generator; the optimized torch backend evaluates Philox with "
         "many small integer operations per position, which alone costs more than a target step "

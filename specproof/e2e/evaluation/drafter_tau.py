@@ -1,0 +1,187 @@
+"""tau and per-slot acceptance of several DSpark drafters against the shipped EAGLE-3, on the
+shipped target, decoded on the same prompts with the same seeds.
+
+    python -m specproof.e2e.evaluation.drafter_tau LABEL=DIR [LABEL=DIR ...] [--weights DIR]
+                                                   [--prompts N] [--threads N] [--out FILE]
+
+Each DIR holds a ``dspark.safetensors`` trained on the target of ``--weights`` (default the
+shipped folder; its ``target.safetensors``, when DIR has one, must be the same file), e.g. what
+``python -m specproof.e2e.training.sweep`` writes; ``--weights`` also gives the EAGLE-3 drafter. The
+prompts, chunks, seeds and decoding settings are those of ``python -m specproof.e2e.evaluation.tau``
+(so its shipped figures are reproduced by ``shipped=specproof/e2e/weights``). Per domain and
+temperature: each drafter's tau, the paired DSpark - EAGLE-3 difference with a 95 % percentile
+bootstrap interval over chunks (:func:`.tau.paired_difference`), and each drafter's conditional
+acceptance per slot, P(draft k accepted | drafts 1..k-1 accepted), with a 95 % percentile
+bootstrap interval over chunks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from specproof.command_rules import OneLineParser, output_path_problem
+from specproof.reference.schedulers import FixedGamma
+
+from ..arguments import integer_at_least, loaded
+from ..data.corpora import load_corpora, prompts_from
+from ..decoding.rounds import DecodeResult, Drafter
+from ..models.loading import SHIPPED_DIR, load_dspark, load_eagle, load_target
+from ..models.target import parameter_count
+from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
+from .comparisons import Setting, speculative_decoder
+from .measurements import acceptance_counts, batched, mean_accepted_length
+from .paired_runs import interleaved
+from .tau import BOOTSTRAP_RESAMPLES, paired_difference
+
+PROG = "python -m specproof.e2e.evaluation.drafter_tau"
+EAGLE = "eagle3"
+REQUESTS = 4
+SEED = 1000
+
+
+def slot_acceptance(
+    results: Sequence[DecodeResult], gamma: int, resamples: int, seed: int
+) -> dict[str, list[Any]]:
+    """Conditional acceptance per slot over all chunks, with a 95 % percentile bootstrap
+    interval over chunks (a resample's ratio is its summed passes over its summed reaches)."""
+    counts = np.array([acceptance_counts([r], gamma) for r in results], dtype=np.float64)
+    reached, passed = counts[:, 0], counts[:, 1]  # [chunks, gamma] each
+    picks = np.random.default_rng(seed).integers(0, len(results), (resamples, len(results)))
+    # A slot no resample reaches has no ratio (nan), and no interval.
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        point = passed.sum(0) / reached.sum(0)
+        samples = passed[picks].sum(1) / reached[picks].sum(1)
+        low, high = np.nanpercentile(samples, [2.5, 97.5], axis=0)
+    return {
+        "acceptance": [float(x) for x in point],
+        "low": [float(x) for x in low],
+        "high": [float(x) for x in high],
+        "reached": [int(x) for x in reached.sum(0)],
+    }
+
+
+def comparison(
+    target: Any,
+    drafters: dict[str, Drafter],
+    prompts: int,
+    new_tokens: int = SHIPPED.new_tokens,
+) -> dict[str, Any]:
+    """Per "domain/T=t": every drafter's tau and slot acceptance, and each DSpark drafter's
+    paired difference to :data:`EAGLE`."""
+    setting = Setting(new_tokens, FAST_VERIFY)
+    gamma = SHIPPED.dspark.gamma
+    table: dict[str, Any] = {}
+    for domain, corpus in load_corpora().items():
+        chunks = batched(
+            prompts_from(corpus.stream("evaluation"), prompts, SHIPPED.prompt_length, 1),
+            REQUESTS,
+        )
+        for temperature in TEMPERATURES:
+            decoders = {
+                name: speculative_decoder(target, drafter, setting, temperature, FixedGamma(), SEED)
+                for name, drafter in drafters.items()
+            }
+            runs = interleaved(decoders, chunks, SEED)
+            rows = {
+                name: np.array([r.accepted_totals for r in results], dtype=np.float64)
+                for name, results in runs.items()
+            }
+            key = f"{domain}/T={temperature:g}"
+            table[key] = {
+                "tau": {name: mean_accepted_length(results) for name, results in runs.items()},
+                "minus_eagle3": {
+                    name: paired_difference(rows[name], rows[EAGLE], BOOTSTRAP_RESAMPLES, SEED)
+                    for name in drafters
+                    if name != EAGLE
+                },
+                "slot_acceptance": {
+                    name: slot_acceptance(results, gamma, BOOTSTRAP_RESAMPLES, SEED)
+                    for name, results in runs.items()
+                },
+                "chunks": len(chunks),
+            }
+            shown = " ".join(f"{n}={t:.2f}" for n, t in table[key]["tau"].items())
+            print(f"{key}: tau {shown}", flush=True)
+    return table
+
+
+def parse_labelled(text: str) -> tuple[str, Path]:
+    label, sep, folder = text.partition("=")
+    if not sep or not label or not folder:
+        raise argparse.ArgumentTypeError(f"expected LABEL=DIR, got {text!r}")
+    if label == EAGLE:
+        raise argparse.ArgumentTypeError(f"the label {EAGLE!r} is the baseline's")
+    return label, Path(folder)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = OneLineParser(
+        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("drafters", type=parse_labelled, nargs="+", metavar="LABEL=DIR")
+    parser.add_argument("--weights", type=Path, default=SHIPPED_DIR)
+    parser.add_argument("--prompts", type=integer_at_least("--prompts", 2 * REQUESTS), default=32)
+    parser.add_argument("--threads", type=integer_at_least("--threads", 1), default=1)
+    parser.add_argument("--out", type=Path, default=None, help="write the JSON here too")
+    args = parser.parse_args(argv)
+    labels = [label for label, _ in args.drafters]
+    if len(set(labels)) != len(labels):
+        parser.error("each LABEL may be given once")
+    if args.out is not None and (problem := output_path_problem("--out", str(args.out))):
+        parser.error(problem)
+    reference = args.weights / "target.safetensors"
+    for label, folder in args.drafters:
+        copy = folder / "target.safetensors"
+        if copy.is_file() and reference.is_file() and copy.read_bytes() != reference.read_bytes():
+            parser.error(f"{label}={folder}: its target.safetensors is not {reference}")
+    torch.set_num_threads(args.threads)
+    target = loaded(PROG, "--weights", lambda: load_target(args.weights))
+    drafters: dict[str, Drafter] = {}
+    described: dict[str, Any] = {}
+    for label, folder in args.drafters:
+        dspark = loaded(PROG, label, functools.partial(load_dspark, folder, target))
+        drafters[label] = dspark
+        report = folder / "training.json"
+        training = json.loads(report.read_text()).get("training", {}) if report.is_file() else {}
+        steps = training.get("dspark", {}).get("steps")
+        described[label] = {
+            "folder": str(folder),
+            "config": dspark.config.as_dict(),
+            "parameters": parameter_count(dspark),
+            "training_steps": steps,
+        }
+    eagle = loaded(PROG, "--weights", lambda: load_eagle(args.weights, target))
+    drafters[EAGLE] = eagle
+    described[EAGLE] = {
+        "folder": str(args.weights),
+        "config": eagle.config.as_dict(),
+        "parameters": parameter_count(eagle),
+    }
+    result = {
+        "drafters": described,
+        "table": comparison(target, drafters, args.prompts),
+        "prompts_per_domain": args.prompts,
+        "requests_per_chunk": REQUESTS,
+        "new_tokens": SHIPPED.new_tokens,
+        "gamma": SHIPPED.dspark.gamma,
+        "command": PROG,
+    }
+    text = json.dumps(result, indent=1) + "\n"
+    if args.out is not None:
+        args.out.write_text(text)
+    print(text)
+    return result
+
+
+if __name__ == "__main__":
+    main()

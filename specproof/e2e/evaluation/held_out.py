@@ -1,0 +1,98 @@
+"""How well a target predicts held-out text: bits per byte, the entropy of its law and the
+probability of its most likely byte, per domain.
+
+    python -m specproof.e2e.evaluation.held_out [WEIGHTS_DIR]
+
+prints them for the target in ``WEIGHTS_DIR`` (the shipped one by default) on the windows the
+training report and the end-to-end run use, so any other target file (an older commit's
+``target.safetensors`` in a folder of its own) is measured the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from specproof.command_rules import OneLineParser
+
+from ..arguments import integer_at_least, loaded
+from ..data.corpora import Corpus, WindowSampler, load_corpora
+from ..models.loading import SHIPPED_DIR, load_target
+from ..models.target import Target
+
+PROG = "python -m specproof.e2e.evaluation.held_out"
+WINDOW_BATCHES = 4
+"""Batches of held-out windows per domain."""
+
+
+@torch.no_grad()
+def prediction_statistics(
+    target: Target, sampler: WindowSampler, batches: int, batch_size: int, window: int
+) -> dict[str, float]:
+    """On ``batches`` batches of random windows: mean next-byte cross-entropy in bits, mean
+    entropy of the target's law in bits, and mean probability of its most likely byte."""
+    bits = entropy = top = 0.0
+    for _ in range(batches):
+        batch = sampler.batch(batch_size, window + 1)
+        log_probs = torch.log_softmax(target(batch[:, :-1]).logits.float(), dim=-1)
+        bits += float(F.nll_loss(log_probs.flatten(0, 1), batch[:, 1:].reshape(-1)))
+        entropy += float(-(log_probs.exp() * log_probs).sum(-1).mean())
+        top += float(log_probs.max(-1).values.exp().mean())
+    scale = batches * math.log(2)
+    return {
+        "bits_per_byte": bits / scale,
+        "entropy_bits": entropy / scale,
+        "top_probability": top / batches,
+    }
+
+
+def held_out_statistics(
+    target: Target, corpora: dict[str, Corpus], batch_size: int, window: int, seed: int
+) -> dict[str, dict[str, float]]:
+    """:func:`prediction_statistics` on each domain's evaluation documents (windows drawn with
+    ``seed + 1``)."""
+    return {
+        domain: prediction_statistics(
+            target,
+            WindowSampler({domain: corpus.stream("evaluation")}, {domain: 1.0}, seed + 1),
+            WINDOW_BATCHES,
+            batch_size,
+            window,
+        )
+        for domain, corpus in corpora.items()
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
+    parser = OneLineParser(
+        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("weights", type=Path, nargs="?", default=SHIPPED_DIR)
+    parser.add_argument(
+        "--batch", type=integer_at_least("--batch", 1), default=16, help="windows per batch"
+    )
+    parser.add_argument(
+        "--window", type=integer_at_least("--window", 1), default=128, help="bytes per window"
+    )
+    parser.add_argument("--seed", type=integer_at_least("--seed", 0), default=0)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    target = loaded(PROG, "WEIGHTS_DIR", lambda: load_target(args.weights))
+    if args.window + 1 > target.config.max_len:
+        parser.error(
+            f"argument --window: at most {target.config.max_len - 1} for this target "
+            f"(context {target.config.max_len}), got {args.window}"
+        )
+    statistics = held_out_statistics(target, load_corpora(), args.batch, args.window, args.seed)
+    print(json.dumps(statistics, indent=1))
+    return statistics
+
+
+if __name__ == "__main__":
+    main()
