@@ -378,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         type=integer_at_least("--chunks", 1),
         default=None,
         help="main chunks per domain and temperature (default: the count for power "
-        f"{POWER} against a {WIN_SHARE:.0%} win rate at alpha {ALPHA})",
+        f"{POWER} against a {WIN_SHARE * 100:.0f} %% win rate at alpha {ALPHA})",
     )
     parser.add_argument("--pilot-chunks", type=integer_at_least("--pilot-chunks", 2), default=10)
     parser.add_argument("--max-minutes", type=number_in("--max-minutes", 0.0, 1e4), default=40.0)
