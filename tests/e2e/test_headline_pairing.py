@@ -150,11 +150,11 @@ def test_headline_section_marks_each_target_met_or_missed(
 @pytest.mark.parametrize(
     ("module", "argv"),
     [
-        ("headline", ["--chunks", "0"]),
-        ("headline", ["--max-minutes", "-1"]),
-        ("scheduler_clocks", ["--margin", "0.7"]),
-        ("scheduler_clocks", ["--batches", "1"]),
-        ("scheduler_clocks", ["--markdown", "."]),
+        ("evaluation.headline", ["--chunks", "0"]),
+        ("evaluation.headline", ["--max-minutes", "-1"]),
+        ("evaluation.scheduler_clocks", ["--margin", "0.7"]),
+        ("evaluation.scheduler_clocks", ["--batches", "1"]),
+        ("evaluation.scheduler_clocks", ["--markdown", "."]),
     ],
 )
 def test_bad_arguments_exit_2_before_any_work(module: str, argv: list[str]) -> None:
