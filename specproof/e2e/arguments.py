@@ -1,13 +1,15 @@
 """Argument checks shared by the e2e commands: numbers in range (one line naming the argument,
-exit 2, before any work), and weights loaded up front so a bad file is a usage error that names
-it rather than a traceback after the work."""
+exit 2, before any work), weights loaded up front so a bad file is a usage error that names
+it rather than a traceback after the work, and a command's JSON result written to ``--out``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 from specproof.command_rules import USAGE_ERROR, usage_error
 
@@ -50,3 +52,11 @@ def loaded(prog: str, option: str, load: Callable[[], T]) -> T:
     except (ValueError, OSError) as error:
         usage_error(prog, f"{option}: {error}")
         raise SystemExit(USAGE_ERROR) from None
+
+
+def write_result(result: dict[str, Any], out: Path | None) -> str:
+    """``result`` as indented JSON, written to ``out`` when one is given; the text is returned."""
+    text = json.dumps(result, indent=1) + "\n"
+    if out is not None:
+        out.write_text(text)
+    return text

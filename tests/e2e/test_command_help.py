@@ -1,10 +1,15 @@
-"""Every e2e command answers --help (exit 0) before loading anything."""
+"""Every e2e command answers --help (exit 0) before loading anything, and writes its JSON
+result as it prints it."""
 
 from __future__ import annotations
 
 import importlib
+import json
+from pathlib import Path
 
 import pytest
+
+from specproof.e2e.arguments import write_result
 
 COMMANDS = [
     "run",
@@ -31,3 +36,11 @@ def test_help_exits_zero(command: str, capsys: pytest.CaptureFixture[str]) -> No
         module.main(["--help"])
     assert stopped.value.code == 0
     assert "usage:" in capsys.readouterr().out
+
+
+def test_write_result_writes_the_text_it_returns(tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    text = write_result({"tau": 2.5, "rows": [1, 2]}, out)
+    assert out.read_text() == text
+    assert json.loads(text) == {"tau": 2.5, "rows": [1, 2]}
+    assert write_result({"tau": 2.5}, None) == '{\n "tau": 2.5\n}\n'

@@ -51,7 +51,6 @@ argmax against argmax) and their decoded conditional acceptance.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -65,7 +64,7 @@ import torch
 from specproof.command_rules import OneLineParser, output_path_problem
 from specproof.reference.schedulers import FixedGamma
 
-from ..arguments import integer_at_least, loaded
+from ..arguments import integer_at_least, loaded, write_result
 from ..data.corpora import load_corpora, prompts_from
 from ..models.loading import SHIPPED_DIR, Models, load_models
 from ..plans import FAST_VERIFY, SHIPPED
@@ -364,9 +363,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "load_after": load_average(),
         "tables": tables,
     }
-    text = json.dumps(result, indent=1) + "\n"
-    if args.out is not None:
-        args.out.write_text(text)
+    write_result(result, args.out)
     if args.markdown is not None:
         args.markdown.write_text(markdown(result) + "\n")
     print(markdown(result))

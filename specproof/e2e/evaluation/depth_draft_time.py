@@ -16,7 +16,6 @@ is shared.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import time
@@ -29,7 +28,7 @@ import torch
 
 from specproof.command_rules import OneLineParser, output_path_problem
 
-from ..arguments import integer_at_least, loaded
+from ..arguments import integer_at_least, loaded, write_result
 from ..data.corpora import load_corpora, prompts_from
 from ..decoding.rounds import Drafter
 from ..models.dspark import DSparkDrafter
@@ -122,10 +121,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     target = loaded(PROG, "weights", lambda: load_target(SHIPPED_DIR))
     eagle = loaded(PROG, "weights", lambda: load_eagle(SHIPPED_DIR, target))
     result = depth_table(target, eagle, sorted(set(args.depths)), args.prompts, args.repeats)
-    text = json.dumps(result, indent=1) + "\n"
-    if args.out is not None:
-        args.out.write_text(text)
-    print(text)
+    print(write_result(result, args.out))
     return result
 
 

@@ -31,7 +31,7 @@ import torch
 from specproof.command_rules import OneLineParser, output_path_problem
 from specproof.reference.schedulers import FixedGamma
 
-from ..arguments import integer_at_least, loaded
+from ..arguments import integer_at_least, loaded, write_result
 from ..data.corpora import load_corpora, prompts_from
 from ..decoding.rounds import DecodeResult, Drafter
 from ..models.loading import SHIPPED_DIR, load_dspark, load_eagle, load_target
@@ -176,10 +176,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "gamma": SHIPPED.dspark.gamma,
         "command": PROG,
     }
-    text = json.dumps(result, indent=1) + "\n"
-    if args.out is not None:
-        args.out.write_text(text)
-    print(text)
+    print(write_result(result, args.out))
     return result
 
 

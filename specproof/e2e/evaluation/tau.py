@@ -12,7 +12,6 @@ tokens over its request-rounds).
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ import torch
 from specproof.command_rules import OneLineParser, output_path_problem
 from specproof.reference.schedulers import FixedGamma
 
-from ..arguments import loaded
+from ..arguments import loaded, write_result
 from ..data.corpora import load_corpora, prompts_from
 from ..models.loading import SHIPPED_DIR, Models, load_models
 from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
@@ -127,10 +126,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     models = loaded(parser.prog, "--weights", lambda: load_models(args.weights))
     result = tau_table(models, args.prompts)
-    text = json.dumps(result, indent=1) + "\n"
-    if args.out is not None:
-        args.out.write_text(text)
-    print(text)
+    print(write_result(result, args.out))
     return result
 
 
