@@ -1,24 +1,30 @@
 """Request filters that bind: cases whose top-k, top-p and min-p remove tokens that carry mass.
 
 The request case of :mod:`specproof.audit.cases` builds raw logits whose filters remove exactly
-the tokens of zero processed mass, so top-k and top-p give the same law in either order. Here
-the case gives the raw rows (the unfiltered law at the request's temperature) and the processed
+the tokens of zero processed mass, so every order of the filters gives the same law. Here the
+case gives the raw rows (the unfiltered law at the request's temperature) and the processed
 rows are computed from them exactly by :func:`specproof.reference.filters.filtered` under a
-declared order (``sequential``: top-k, renormalise, top-p, as vLLM and HF transformers sample;
-``joint``: both cuts on the full law, as FlashInfer's joint sampling and SGLang's regular
-sampler). Every statistical and exact row of the audit is then taken at those processed rows:
+declared order (:data:`specproof.reference.filters.ORDER_STEPS`: ``vllm``, ``sequential`` as
+HF transformers' warpers, ``joint`` as FlashInfer's joint sampling and SGLang's regular
+sampler, ``llama.cpp`` with every cut before the temperature). Every statistical and exact row
+of the audit is then taken at those processed rows:
 
 - ``filters-order``: top-k = 4 removes two tokens with mass, and top-p = 0.7 removes one more
-  token on the full law but two on the renormalised top-k law, so the two orders keep
-  different tokens in every row (exact TV between them: :func:`order_tv`).
+  token on the full law but two on the renormalised top-k law, so ``sequential`` and ``joint``
+  keep different tokens in every row (exact TV between them: :func:`order_tv`).
 - ``filters-min-p``: min-p = 0.2 removes tokens with raw mass about 0.06 and 0.04 (top-k = 5 the
   second only); a verifier that skips min-p at verified positions puts mass on the first, an
   outcome of probability 0 (vLLM issue 42744's class).
+- ``filters-min-p-top-p``: min-p and top-p both bind, so the nucleus of the law min-p left
+  (``vllm``) keeps 2 tokens and the nucleus of the full law (``sequential``) 3.
+- ``filters-min-p-temperature``: at T = 0.5 min-p cuts 3 tokens after the temperature and 5
+  before it (``llama.cpp``).
 
-Every cut is at least :data:`MARGIN` away from its threshold, so float32 logits cut exactly as
-the exact rows do. The verifier receives raw logits (``vllm-logits``; ``hf`` when it accepts the
-keywords ``top_k``, ``top_p`` and ``min_p``), or the processed rows and vLLM's metadata
-(``vllm``); FlashInfer's signature carries no request parameters, so the cases skip it.
+Every cut of the first two cases is at least :data:`MARGIN` away from its threshold in the
+orders they were built for, every cut of the others in every order, so float32 logits cut
+exactly as the exact rows do. The verifier receives raw logits (``vllm-logits``; ``hf`` when it
+accepts the keywords ``top_k``, ``top_p`` and ``min_p``), or the processed rows and vLLM's
+metadata (``vllm``); FlashInfer's signature carries no request parameters, so the cases skip it.
 """
 
 from __future__ import annotations
