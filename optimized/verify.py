@@ -50,10 +50,11 @@ def chain_verify(
     with n-gram drafts from p_k). ``validate=True`` refuses such ids, except -1 with
     ``placeholder_drafts=True`` (vLLM pads drafts with -1).
 
-    Streams: ``seed`` (the Philox key) and ``offset`` (the fourth counter word) are integers
+    Streams: ``seed`` (the Philox key) and ``offset`` (64-bit: the counter's last two words
+    hold round * 2^32 + offset, :mod:`specproof.reference.philox`) are integers
     shared by the batch, or int64 / uint64 tensors of length 1 or B (FlashInfer's convention,
     read on the device, so no host synchronisation): request b then draws at key
-    ``seed[b]`` (its 64 bits) and offset ``offset[b]`` (in [0, 2^32)). When either tensor has
+    ``seed[b]`` (its 64 bits) and offset ``offset[b]`` (its 64 bits). When either tensor has
     length B > 1 and ``request_ids`` is None, every request draws at request word 0
     (:data:`~specproof.optimized.checks.arguments.OWN_STREAM_WORD`), so its tokens depend on
     its own seed and offset, not on its row: alone, in any order or subset of the batch, it

@@ -104,7 +104,10 @@ def counter_of(address: Address, offset: int = 0) -> tuple[int, int, int, int]:
     slot = 4 * address.index + PHASE_CODES[address.phase]
     words = (slot, address.request, address.round)
     if any(not 0 <= w <= MASK32 for w in words) or not 0 <= offset < 1 << 64:
-        raise ValueError(f"address {address} with offset {offset} does not fit the counter")
+        raise ValueError(
+            f"address {address} with offset {offset} does not fit the 32-bit counter words "
+            "and the 64-bit offset"
+        )
     position = ((address.round << 32) + offset) & ((1 << 64) - 1)
     return slot, address.request, position >> 32, position & MASK32
 

@@ -19,6 +19,7 @@ rows are computed from them by the reference under a declared filter order.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -34,6 +35,22 @@ MASKED_LOGIT = -1.0e4
 """A raw logit whose softmax is exactly 0 at every temperature used here."""
 
 
+def checked_request(
+    temperature: float, top_k: int | None, top_p: float | None, min_p: float | None
+) -> None:
+    """Refuse a request's parameters unless finite and in range (vLLM's own bounds)."""
+    if isinstance(temperature, bool) or not math.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"temperature must be finite and > 0, got {temperature}")
+    if top_k is not None and not (
+        isinstance(top_k, numbers.Integral) and not isinstance(top_k, bool) and top_k >= 1
+    ):
+        raise ValueError(f"top_k must be an integer of at least 1, got {top_k!r}")
+    if top_p is not None and not 0 < top_p <= 1:  # also refuses NaN
+        raise ValueError(f"top_p must lie in (0, 1], got {top_p}")
+    if min_p is not None and not 0 <= min_p <= 1:
+        raise ValueError(f"min_p must lie in [0, 1], got {min_p}")
+
+
 @dataclass(frozen=True)
 class RequestParams:
     """One request's sampling parameters (temperature > 0: a random request)."""
@@ -45,6 +62,9 @@ class RequestParams:
     binding: bool = False
     """The case supplies raw rows on which these filters remove tokens with mass (the processed
     rows are computed from them, not the raw logits from the processed rows)."""
+
+    def __post_init__(self) -> None:
+        checked_request(self.temperature, self.top_k, self.top_p, self.min_p)
 
     @property
     def filters(self) -> bool:
@@ -124,6 +144,10 @@ def vllm_metadata(
     tensor, 1 = off) and ``min_p`` (float tensor, 0 = off) are None when no request in the batch
     sets them, as vLLM sends them;
     ``generators`` maps a request's row to its own torch.Generator (seeded requests only)."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
+        raise ValueError(f"batch must be an integer >= 0, got {batch!r}")
+    if not math.isfinite(marker):
+        raise ValueError(f"the greedy marker must be finite, got {marker}")
     if greedy is None:
         greedy = torch.zeros(batch, dtype=torch.bool)
     if params is None:
@@ -159,20 +183,6 @@ def vllm_metadata(
         min_p=min_p,
         max_num_logprobs=None,
     )
-
-
-def checked_request(
-    temperature: float, top_k: int | None, top_p: float | None, min_p: float | None
-) -> None:
-    """Refuse a request's parameters unless finite and in range (vLLM's own bounds)."""
-    if isinstance(temperature, bool) or not math.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be finite and > 0, got {temperature}")
-    if top_k is not None and (isinstance(top_k, bool) or int(top_k) != top_k or top_k < 1):
-        raise ValueError(f"top_k must be an integer of at least 1, got {top_k!r}")
-    if top_p is not None and not 0 < top_p <= 1:  # also refuses NaN
-        raise ValueError(f"top_p must lie in (0, 1], got {top_p}")
-    if min_p is not None and not 0 <= min_p <= 1:
-        raise ValueError(f"min_p must lie in [0, 1], got {min_p}")
 
 
 def apply_request(

@@ -26,7 +26,7 @@ from specproof.audit.filters import (
     kept_tokens,
     variant_tv,
 )
-from specproof.audit.requests import apply_request
+from specproof.audit.requests import RequestParams, apply_request, vllm_metadata
 
 DELTA = 0.2
 CASES = {order: {p.name: p for p in filter_problems(0, order)} for order in FILTER_ORDERS}
@@ -157,3 +157,25 @@ def test_apply_request_refuses_bad_parameters(arguments: tuple[Any, ...], messag
     logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
     with pytest.raises(ValueError, match=message):
         apply_request(logits, *arguments)
+
+
+@pytest.mark.parametrize(
+    "keywords",
+    [
+        {"temperature": float("nan")},
+        {"temperature": 0.0},
+        {"temperature": 1.0, "top_p": 0.0},
+        {"temperature": 1.0, "top_k": 0},
+        {"temperature": 1.0, "min_p": float("nan")},
+    ],
+)
+def test_request_params_refuse_bad_parameters(keywords: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="must"):
+        RequestParams(**keywords)
+
+
+def test_metadata_refuses_a_negative_batch_and_a_nan_marker() -> None:
+    with pytest.raises(ValueError, match="batch must be an integer"):
+        vllm_metadata(-1)
+    with pytest.raises(ValueError, match="greedy marker must be finite"):
+        vllm_metadata(2, marker=float("nan"))

@@ -105,3 +105,36 @@ def test_repeated_request_at_offset_two_to_the_32_replays_its_draw() -> None:
     first = call()
     assert first[0] == first[1] == call()[0]
     assert first[0] == replay(case, 0, 1234, 2**32)
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_the_decoder_replays_the_reference_at_a_wrapping_offset(backend: str) -> None:
+    """offset = 2^64 - 2: round 0 draws at high word 2^32 - 1, round 1 wraps to high word 0
+    (position mod 2^64); the decoder and the reference agree over 5 tokens, several rounds."""
+    from fractions import Fraction
+
+    from specproof.optimized import schedulers as batched
+    from specproof.optimized.decoder import BatchedDecoder
+    from specproof.reference.generators import random_drafter, random_target
+    from test_decoder import SCHEDULERS, tensor_models
+
+    from specproof import reference
+
+    rng = random.Random(21)
+    target = random_target(rng, 3, 1, denominator=256)
+    drafter = random_drafter(rng, 3, 1, 2, denominator=256)
+    sps = reference.table_sps({b: Fraction(1, b) + Fraction(1, 2) for b in range(1, 64)})
+    prompts = [(0,), (2,)]
+    make_reference, make_batched = SCHEDULERS["algorithm1"]
+    exact = reference.SpeculativeDecoder(
+        target, drafter, reference.ChainRule(), make_reference(), 2, sps
+    )
+    offset = 2**64 - 2
+    want = reference.sample(exact, prompts, 5, source=PhiloxSource(77, offset))
+    target_fn, drafter_fn = tensor_models(target, drafter, 2)
+    fast = BatchedDecoder(
+        target_fn, drafter_fn, make_batched(), 2, sps=batched.sps_table(sps, 63, DEVICE),
+        backend=backend,
+    )  # fmt: skip
+    got = fast.generate(prompts, 5, seed=77, offset=offset, device=DEVICE)
+    assert [tuple(row) for row in got.tolist()] == list(want)
