@@ -26,7 +26,7 @@ BONUS = tl.constexpr(_host.BONUS)
 def address_uniform(seed, phase, index, request, round, offset):
     """The float32 uniform of one address (or a block of them)."""
     slot = (index * 4 + phase).to(tl.uint32)
-    wide = offset.to(tl.int64)  # 64 bits (a uint64 keeps its bits); a 32-bit shift needs them
+    wide = offset.to(tl.uint64)  # 64 bits, zero-extended from a 32-bit word; int64 bits kept
     high = round.to(tl.uint32) + (wide >> 32).to(tl.uint32)  # round * 2^32 + offset, high word
     word, _, _, _ = tl.philox(seed, slot, request.to(tl.uint32), high, wide.to(tl.uint32))
     return (word >> 8).to(tl.float32) * UNIFORM_SCALE
