@@ -141,21 +141,22 @@ def filtered(
     top_p = checked_fraction("top_p", top_p, 0, 1, low_open=True)
     min_p = checked_fraction("min_p", min_p, 0, 1)
     exact_temperature = checked_fraction("temperature", temperature, 0, math.inf, low_open=True)
-    assert exact_temperature is not None
+    if exact_temperature is None:
+        raise ValueError("temperature must be a number, got None")
     law = tuple(Fraction(mass) for mass in probs)
     kept = {token for token, mass in enumerate(law) if mass > 0}
-    tempered = "temperature" not in ORDER_STEPS[order]
+    after_temperature = False  # whether the engine has applied the temperature yet
     for step in ORDER_STEPS[order]:
         seen = restricted(law, kept)  # the law this step cuts: what the steps before it left
         if step == "temperature":
-            tempered = True
+            after_temperature = True
         elif step in ("top-k", "top-k and top-p") and top_k is not None:
             kept &= top_k_set(seen, top_k)  # ranks do not depend on the temperature
         if step in ("top-p", "top-k and top-p") and top_p is not None:
-            nucleus_law = seen if tempered else untempered(seen, exact_temperature)
+            nucleus_law = seen if after_temperature else untempered(seen, exact_temperature)
             kept &= top_p_set(nucleus_law, top_p)
         elif step == "min-p" and min_p is not None:
-            if tempered:
+            if after_temperature:
                 kept &= min_p_set(seen, min_p)
             else:
                 kept &= untempered_min_p_set(seen, min_p, exact_temperature)

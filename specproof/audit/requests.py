@@ -204,7 +204,7 @@ def apply_request(
     checked_request(temperature, top_k, top_p, min_p)
     scaled = logits.double() / temperature
     laws = {True: torch.softmax(scaled, -1), False: torch.softmax(logits.double(), -1)}
-    tempered = "temperature" not in ORDER_STEPS[order]
+    tempered = False  # whether the engine has applied the temperature yet
     keep = laws[True] > 0
     cuts_top_k = top_k is not None and top_k < logits.shape[-1]
     for step in ORDER_STEPS[order]:
