@@ -6,7 +6,8 @@ target's exactly, and their random stream is the Philox stream the reference rep
 Divergences, everywhere:
 
 - Randomness. Uniforms come from Philox at the addresses of
-  :mod:`specproof.reference.philox` (key = ``seed``, counter = (slot, request, round, offset)),
+  :mod:`specproof.reference.philox` (key = ``seed``, counter = (slot, request, and the two words
+  of round * 2^32 + offset)),
   not from the peers' generators; per-request seeds (vLLM's generators, FlashInfer's seed and
   offset tensors) select per-request keys and words, documented at each function. A uniform
   lies in [0, 1) on a 2^-24 grid; a draft is accepted when u * q < p (exact in float64), the
@@ -130,19 +131,20 @@ def chain_speculative_sampling(
     ``seed`` and ``offset`` are integers or, as in FlashInfer, int64 / uint64 tensors of length
     1 or B (read on the device: no host synchronisation, so the call can be captured in a CUDA
     graph). When either is a tensor of length B > 1, row b draws at Philox key ``seed[b]``
-    (all 64 bits) with counter words (4 * index + phase, 0, 0, ``offset[b]``): request word 0,
+    (all 64 bits) with counter words (4 * index + phase, 0, and the high and low words of
+    ``offset[b]``, all 64 bits as FlashInfer's uint64 offsets): request word 0,
     not b, so a request draws the same alone (a batch of one with ``seed[b:b+1]``,
     ``offset[b:b+1]``), at any row, in any order or subset of the batch, and again when
     repeated with the same seed and offset. An integer or length-1 tensor is the call-wide
-    stream (key ``seed``, counter words (4 * index + phase, b, 0, ``offset``)), as FlashInfer
+    stream (key ``seed``, counter words (4 * index + phase, b, and the words of ``offset``)), as
+    FlashInfer
     keeps the row-position stream for a scalar seed. The reference replays row b with
-    ``PhiloxSource(seed[b], offset[b])`` at request word 0, or b for the call-wide stream. An
-    offset must lie in [0, 2^32) (refused otherwise when validating).
+    ``PhiloxSource(seed[b], offset[b])`` at request word 0, or b for the call-wide stream.
 
     Divergences from FlashInfer: ``deterministic`` is accepted and ignored (the call is always
     deterministic for a seed); with ``seed=None`` a fresh 62-bit seed is drawn from
     ``generator`` (or torch's default generator) instead of advancing a Philox offset;
-    ``offset`` is the fourth Philox counter word (default 0), not a position in a curand
+    ``offset`` is the last two Philox counter words (default 0), not a position in a curand
     sequence. A draft id outside 0..V-1 is refused when validating; with ``validate=False`` it
     is rejected unread (FlashInfer reads it). Rows are validated (sums within
     :func:`~specproof.optimized.checks.contract.sum_tolerance`) unless ``validate=False``.

@@ -62,6 +62,20 @@ def philox4x32(
     return c0, c1, c2, c3
 
 
+def int64_bits(value: int | torch.Tensor) -> int | torch.Tensor:
+    """A 64-bit word as int64 holds it: integers >= 2^63 become value - 2^64 (same bits)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def position_words(round: torch.Tensor, offset: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counter words 2 and 3: the 64-bit position round * 2^32 + offset (mod 2^64), from int64
+    tensors (``offset`` holding a uint64's bits). The high word is round + offset's high word
+    (an arithmetic shift of a negative int64 is that word minus 2^32: equal mod 2^32)."""
+    return round + (offset >> 32), offset
+
+
 def address_uniforms(
     seed: int | torch.Tensor,
     phase: int,
@@ -71,10 +85,11 @@ def address_uniforms(
     offset: int | torch.Tensor,
 ) -> torch.Tensor:
     """float32 uniforms of the addresses (round, request, phase, index), broadcast together
-    (with ``seed`` and ``offset`` when they are tensors)."""
+    (with ``seed`` and ``offset`` when they are tensors); ``offset`` is 64-bit."""
     slot = index.to(torch.int64) * 4 + phase
     device = slot.device
     round_t = torch.as_tensor(round, dtype=torch.int64, device=device)
-    offset_t = torch.as_tensor(offset, dtype=torch.int64, device=device)
-    word, _, _, _ = philox4x32(seed, slot, request.to(torch.int64), round_t, offset_t)
+    offset_t = torch.as_tensor(int64_bits(offset), dtype=torch.int64, device=device)
+    high, low = position_words(round_t, offset_t)
+    word, _, _, _ = philox4x32(seed, slot, request.to(torch.int64), high, low)
     return (word >> (32 - UNIFORM_BITS)).to(torch.float32) * (2.0**-UNIFORM_BITS)

@@ -50,10 +50,11 @@ def chain_verify(
     with n-gram drafts from p_k). ``validate=True`` refuses such ids, except -1 with
     ``placeholder_drafts=True`` (vLLM pads drafts with -1).
 
-    Streams: ``seed`` (the Philox key) and ``offset`` (the fourth counter word) are integers
+    Streams: ``seed`` (the Philox key) and ``offset`` (64-bit: the counter's last two words
+    hold round * 2^32 + offset, :mod:`specproof.reference.philox`) are integers
     shared by the batch, or int64 / uint64 tensors of length 1 or B (FlashInfer's convention,
     read on the device, so no host synchronisation): request b then draws at key
-    ``seed[b]`` (its 64 bits) and offset ``offset[b]`` (in [0, 2^32)). When either tensor has
+    ``seed[b]`` (its 64 bits) and offset ``offset[b]`` (its 64 bits). When either tensor has
     length B > 1 and ``request_ids`` is None, every request draws at request word 0
     (:data:`~specproof.optimized.checks.arguments.OWN_STREAM_WORD`), so its tokens depend on
     its own seed and offset, not on its row: alone, in any order or subset of the batch, it
@@ -98,10 +99,8 @@ def chain_verify(
     )
     keys: int | torch.Tensor = shared_seed
     offsets: int | torch.Tensor = shared_offset
-    row_offsets = None
     if streams:
-        keys, row_offsets = row_words(seed, offset, batch, device)
-        offsets = row_offsets
+        keys, offsets = row_words(seed, offset, batch, device)
     given = (num_draft_tokens is not None, request_ids is not None, temperature is not None)
     distinct_ids = given[1] and not streams  # ids keep streams apart only under one key
     check_chain_shapes(target, draft, draft_tokens, lengths, requests, temperatures)
@@ -140,7 +139,6 @@ def chain_verify(
                     target_logits=target_is_logits,
                     draft_logits=draft_is_logits,
                     placeholder_drafts=placeholder_drafts,
-                    row_offsets=row_offsets,
                     distinct_ids=distinct_ids,
                 )
         return ChainResult(tokens, accepted)
@@ -156,7 +154,6 @@ def chain_verify(
             draft_logits=draft_is_logits,
             given=given,
             placeholder_drafts=placeholder_drafts,
-            row_offsets=row_offsets,
             distinct_ids=distinct_ids,
         )
     from .torch_backend.chain_verify import chain_verify_torch
@@ -195,7 +192,6 @@ def explain_refusal(
     target_logits: bool,
     draft_logits: bool,
     placeholder_drafts: bool = False,
-    row_offsets: torch.Tensor | None = None,
     distinct_ids: bool = True,
 ) -> None:
     """The kernel flagged a contract violation: run the detailed checks, which raise with the
@@ -203,7 +199,7 @@ def explain_refusal(
     check_chain_inputs(
         target, draft, draft_tokens, lengths, requests, temperatures,
         target_logits=target_logits, draft_logits=draft_logits,
-        placeholder_drafts=placeholder_drafts, row_offsets=row_offsets, distinct_ids=distinct_ids,
+        placeholder_drafts=placeholder_drafts, distinct_ids=distinct_ids,
     )  # fmt: skip
     check_rows_read(
         target, draft, draft_tokens, lengths, temperatures, accepted,

@@ -8,13 +8,17 @@ decoder emits for that seed.
 
 Address -> counter layout (stable; changing it changes every replayed stream)::
 
-    key     = (seed mod 2^32, seed >> 32 mod 2^32)        the 64-bit seed
-    counter = (slot, request, round, offset)              four 32-bit words
-    slot    = 4 * index + phase code                     draft 0, accept 1, residual 2, bonus 3
+    key      = (seed mod 2^32, seed >> 32 mod 2^32)       the 64-bit seed
+    counter  = (slot, request, position >> 32, position mod 2^32)     four 32-bit words
+    position = (round * 2^32 + offset) mod 2^64           the last two words, one 64-bit word
+    slot     = 4 * index + phase code                    draft 0, accept 1, residual 2, bonus 3
 
 and the uniform of an address is the top 24 bits of the first output word scaled by 2^-24:
 an exact float32 value in [0, 1 - 2^-24], exactly 0 with probability 2^-24. ``offset`` is
-the caller's stream offset (it separates independent calls that reuse a seed and round).
+the caller's 64-bit stream offset in [0, 2^64) (it separates independent calls that reuse a
+seed and round; FlashInfer's offsets are uint64). Below 2^32 the counter is (slot, request,
+round, offset); above, its high word is added to the round word, as if each round held 2^32
+offsets: round r at offset o + 2^32 is round r + 1 at offset o.
 
 Per-request streams (a seed and offset per request, as FlashInfer's seed / offset tensors of
 length B > 1 and vLLM's seeded requests give) keep this layout with request word 0: request
@@ -98,10 +102,14 @@ def counter_of(address: Address, offset: int = 0) -> tuple[int, int, int, int]:
             f"phase {address.phase!r} has no Philox slot; known phases: {sorted(PHASE_CODES)}"
         )
     slot = 4 * address.index + PHASE_CODES[address.phase]
-    words = (slot, address.request, address.round, offset)
-    if any(not 0 <= w <= MASK32 for w in words):
-        raise ValueError(f"address {address} with offset {offset} does not fit 32-bit counters")
-    return words
+    words = (slot, address.request, address.round)
+    if any(not 0 <= w <= MASK32 for w in words) or not 0 <= offset < 1 << 64:
+        raise ValueError(
+            f"address {address} with offset {offset} does not fit the 32-bit counter words "
+            "and the 64-bit offset"
+        )
+    position = ((address.round << 32) + offset) & ((1 << 64) - 1)
+    return slot, address.request, position >> 32, position & MASK32
 
 
 class PhiloxSource:
@@ -114,8 +122,8 @@ class PhiloxSource:
     def __init__(self, seed: int, offset: int = 0) -> None:
         if not 0 <= seed < 1 << 64:
             raise ValueError(f"seed must be in [0, 2^64), got {seed}")
-        if not 0 <= offset <= MASK32:
-            raise ValueError(f"offset must be in [0, 2^32), got {offset}")
+        if not 0 <= offset < 1 << 64:
+            raise ValueError(f"offset must be in [0, 2^64), got {offset}")
         self.seed = seed
         self.offset = offset
 

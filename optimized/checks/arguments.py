@@ -1,10 +1,12 @@
 """The per-request argument contract shared by every entry point.
 
-``seed`` is the Philox key, an integer in [0, 2^64); ``round``, ``offset`` and each request id
-are Philox counter words, integers in [0, 2^32). Python ints and numpy integers are accepted;
-bools, floats and tensors are refused with :class:`InvalidInputError` naming the argument,
-except where an entry point takes per-request streams (chain verification): there ``seed`` and
-``offset`` may also be int64 or uint64 tensors of length 1 or B (:func:`row_words`).
+``seed`` is the Philox key and ``offset`` the 64-bit stream offset, integers in [0, 2^64)
+(the counter's last two words hold round * 2^32 + offset, :mod:`specproof.reference.philox`);
+``round`` and each request id are Philox counter words, integers in [0, 2^32). Python ints and
+numpy integers are accepted; bools, floats and tensors are refused with
+:class:`InvalidInputError` naming the argument, except where an entry point takes per-request
+streams (chain verification): there ``seed`` and ``offset`` may also be int64 or uint64
+tensors of length 1 or B (:func:`row_words`).
 Per-request values (temperature, request ids, draft lengths) may be a scalar, a sequence or a
 0-d / [B] tensor on the call's device; they become contiguous [B] tensors (O(B) work).
 """
@@ -38,12 +40,12 @@ def as_integer(name: str, value: object, limit: int) -> int:
 
 
 def check_seed_words(seed: object, round: object, offset: object) -> tuple[int, int, int]:
-    """The Philox key (``seed`` in [0, 2^64)) and counter words (``round``, ``offset`` in
-    [0, 2^32)), as Python ints."""
+    """The Philox key (``seed`` in [0, 2^64)), counter word ``round`` (in [0, 2^32)) and
+    64-bit ``offset`` (in [0, 2^64)), as Python ints."""
     return (
         as_integer("seed", seed, SEED_LIMIT),
         as_integer("round", round, WORD_LIMIT),
-        as_integer("offset", offset, WORD_LIMIT),
+        as_integer("offset", offset, SEED_LIMIT),
     )
 
 
@@ -52,12 +54,11 @@ def row_words(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-request Philox words from ``seed`` and ``offset``, each an integer (the same for
     every request) or an int64 / uint64 tensor of length 1 or B on ``device``; returned as [B]
-    int64 tensors. A key keeps its 64 bits (an int64 seed s < 0 is the key s + 2^64, a uint64
-    one is read as the same bits); the values are not read here (no host synchronisation), so
-    an offset outside [0, 2^32) is refused by the call's content checks (without them, its low
-    32 bits are used, by both backends)."""
+    int64 tensors. Both keep their 64 bits (an int64 s < 0 is s + 2^64, as FlashInfer reads
+    its uint64 seeds and offsets; a uint64 one is read as the same bits); the values are not
+    read here (no host synchronisation), and every value is valid."""
     words = []
-    for name, value, limit in (("seed", seed, SEED_LIMIT), ("offset", offset, WORD_LIMIT)):
+    for name, value, limit in (("seed", seed, SEED_LIMIT), ("offset", offset, SEED_LIMIT)):
         if not isinstance(value, torch.Tensor):
             number = as_integer(name, value, limit)
             if number >= 1 << 63:  # the same 64 bits as a signed int64

@@ -22,7 +22,7 @@ import torch
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 INT_DTYPES = (torch.int32, torch.int64)
 WORD_LIMIT = 1 << 32
-"""Philox counter words (round, offset, request ids) lie in [0, 2^32)."""
+"""Philox counter words (round, request ids) lie in [0, 2^32); offsets are 64-bit."""
 PLACEHOLDER_DRAFT = -1
 """vLLM's padding draft id: with ``placeholder_drafts=True`` it is a rejection at its position
 (never read), not a refused input. Every other id outside 0..V-1 is refused when validating."""

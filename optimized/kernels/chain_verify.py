@@ -99,8 +99,6 @@ def _chain_verify_kernel(
     if VALIDATE:
         # Arguments first; a request that breaks them reads nothing at its drafted tokens.
         bad = (wide_length < 0) | (wide_length > n_max) | (request < 0) | (request >= 1 << 32)
-        if ROW_STREAMS:
-            bad = bad | (offset < 0) | (offset >= 1 << 32)
         bad = bad | (temperature != temperature) | (temperature < 0.0)
         bad = bad | (temperature == float("inf"))
         if PROBABILITIES_ONLY:  # a temperature of 0 or 1 only

@@ -39,8 +39,8 @@ class Variant:
 
 ROWS = ("*fp32", "*bf16", "*fp16")
 PER_REQUEST = {"lengths_ptr": "*i64", "requests_ptr": "*i64", "temperature_ptr": "*fp32"}
-LARGE = {"seed": "u64", "round": "i64", "offset": "i64", "V": "i32"}
-"""Words at the top of their ranges: a seed >= 2^63 is passed as uint64, round and offset
+LARGE = {"seed": "u64", "round": "i64", "offset": "u64", "V": "i32"}
+"""Words at the top of their ranges: a seed or offset >= 2^63 is passed as uint64, a round
 >= 2^31 as int64."""
 
 

@@ -2,7 +2,8 @@
 """The Triton side of the address -> Philox counter layout, and a kernel that exposes it.
 
 Layout (documented in :mod:`specproof.reference.philox`): key = seed, counter =
-(4 * index + phase, request, round, offset); uniform = (first word >> 8) * 2^-24.
+(4 * index + phase, request, high and low words of round * 2^32 + offset); uniform =
+(first word >> 8) * 2^-24. ``offset`` is 64-bit.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ BONUS = tl.constexpr(_host.BONUS)
 def address_uniform(seed, phase, index, request, round, offset):
     """The float32 uniform of one address (or a block of them)."""
     slot = (index * 4 + phase).to(tl.uint32)
-    word, _, _, _ = tl.philox(
-        seed, slot, request.to(tl.uint32), round.to(tl.uint32), offset.to(tl.uint32)
-    )
+    wide = offset.to(tl.uint64)  # 64 bits, zero-extended from a 32-bit word; int64 bits kept
+    high = round.to(tl.uint32) + (wide >> 32).to(tl.uint32)  # round * 2^32 + offset, high word
+    word, _, _, _ = tl.philox(seed, slot, request.to(tl.uint32), high, wide.to(tl.uint32))
     return (word >> 8).to(tl.float32) * UNIFORM_SCALE
 
 

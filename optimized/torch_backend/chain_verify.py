@@ -31,7 +31,7 @@ from ..checks.row_contents import (
     check_maxima,
     check_softmax_values,
 )
-from ..philox import ACCEPT, BONUS, RESIDUAL, philox4x32
+from ..philox import ACCEPT, BONUS, RESIDUAL, int64_bits, philox4x32, position_words
 from .rows import gather_rows, gather_rows_with_stats, sample_tiled, softmax_rows_, workspace
 
 
@@ -142,7 +142,8 @@ def round_uniforms(
     residual at positions 1..n ([B, n] each), bonus at 1..n + 1 ([B, n + 1]). The addresses and
     the float32 conversion are those of :func:`~specproof.optimized.philox.address_uniforms`
     (one call instead of one per phase and position: each is ~100 small tensor ops).
-    ``seed`` and ``offset`` are call-wide integers or [B] int64 tensors (one per request)."""
+    ``seed`` and ``offset`` are call-wide integers or [B] int64 tensors (one per request);
+    ``offset`` is 64-bit (counter words 2 and 3 hold round * 2^32 + offset)."""
     index = torch.arange(1, n + 2, device=requests.device)
     slots = torch.cat([index[:n] * 4 + ACCEPT, index[:n] * 4 + RESIDUAL, index * 4 + BONUS])
     round_t = torch.tensor(round, dtype=torch.int64, device=requests.device)
@@ -151,8 +152,9 @@ def round_uniforms(
     if isinstance(offset, torch.Tensor):
         offset_t = offset[:, None]
     else:
-        offset_t = torch.tensor(offset, dtype=torch.int64, device=requests.device)
-    word = philox4x32(seed, slots[None, :], requests[:, None], round_t, offset_t)[0]
+        offset_t = torch.tensor(int64_bits(offset), dtype=torch.int64, device=requests.device)
+    high, low = position_words(round_t, offset_t)
+    word = philox4x32(seed, slots[None, :], requests[:, None], high, low)[0]
     u = (word >> (32 - UNIFORM_BITS)).to(torch.float32) * (2.0**-UNIFORM_BITS)
     return u[:, :n], u[:, n : 2 * n], u[:, 2 * n :]
 

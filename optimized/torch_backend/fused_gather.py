@@ -8,7 +8,8 @@ cached in the user's cache folder by the hash of its source and flags, loaded th
 copies each row and keeps 16 running sums and minima in registers on the way: the checks ride
 on the copy verification makes anyway. Without a C compiler, or for rows that are not float32
 with unit vocabulary stride, :func:`gather_with_stats` returns None and the caller copies with
-torch and reduces separately.
+torch and reduces separately; so it does, after one RuntimeWarning, when the library fails in
+any other way to build, load or bind (a cached file from an interrupted or foreign build).
 
 Semantics match ``rows.sum(-1)`` and ``rows.amin(-1)`` for what the checks read: the sum is a
 float32 sum (16 lanes, then added in order; it may differ from torch's in the last bits, well
@@ -24,6 +25,7 @@ import os
 import shutil
 import subprocess
 import threading
+import warnings
 from pathlib import Path
 
 import torch
@@ -103,35 +105,58 @@ def cache_dir() -> Path:
     return Path(base) / "specproof"
 
 
-def _build() -> ctypes.CDLL | None:
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None or os.environ.get("SPECPROOF_NO_NATIVE"):  # the torch fallback
-        return None
+def library_path(folder: Path) -> Path:
+    """The cached library's file, named by the hash of its source and flags."""
     digest = hashlib.sha256((SOURCE + " ".join(FLAGS)).encode()).hexdigest()[:16]
-    folder = cache_dir()
-    library = folder / f"fused_gather_{digest}.so"
-    try:
-        if not library.exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            source = folder / f"fused_gather_{digest}_{os.getpid()}.c"
-            partial = folder / f"fused_gather_{digest}_{os.getpid()}.so"
-            source.write_text(SOURCE)
-            subprocess.run(
-                [compiler, *FLAGS, str(source), "-o", str(partial)],
-                check=True,
-                capture_output=True,
-                timeout=120,
-            )
-            os.replace(partial, library)  # atomic: concurrent builders write their own file
-            source.unlink(missing_ok=True)
-        loaded = ctypes.CDLL(str(library))
-    except (OSError, subprocess.SubprocessError):
-        return None
+    return folder / f"fused_gather_{digest}.so"
+
+
+def _compiled(compiler: str, library: Path) -> None:
+    """Compile the library into ``library`` unless it is there."""
+    if library.exists():
+        return
+    library.parent.mkdir(parents=True, exist_ok=True)
+    stem = library.with_suffix("").name
+    source = library.parent / f"{stem}_{os.getpid()}.c"
+    partial = library.parent / f"{stem}_{os.getpid()}.so"
+    source.write_text(SOURCE)
+    subprocess.run(
+        [compiler, *FLAGS, str(source), "-o", str(partial)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    os.replace(partial, library)  # atomic: concurrent builders write their own file
+    source.unlink(missing_ok=True)
+
+
+def _bound(library: Path) -> ctypes.CDLL:
+    """The library loaded, its function's signature declared."""
+    loaded = ctypes.CDLL(str(library))
     function = loaded.gather_rows_stats
     function.restype = None
     function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     function.argtypes += [ctypes.c_void_p] * 3
     return loaded
+
+
+def _build() -> ctypes.CDLL | None:
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None or os.environ.get("SPECPROOF_NO_NATIVE"):  # the torch fallback
+        return None
+    library = library_path(cache_dir())
+    try:
+        _compiled(compiler, library)
+        return _bound(library)
+    except Exception as error:  # any failure to build, load or bind: the torch copy, said once
+        warnings.warn(
+            f"specproof: the native row copy {library} could not be built or loaded "
+            f"({type(error).__name__}: {error}); chain verification uses the torch copy "
+            "(delete the file to rebuild it)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return None
 
 
 def native() -> ctypes.CDLL | None:

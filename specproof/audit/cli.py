@@ -226,9 +226,10 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument(
         "--filter-order",
         choices=FILTER_ORDERS,
-        help="how the engine combines top-k and top-p when both bind: sequential (top-k, "
-        "renormalise, top-p: vLLM, HF) or joint (both cuts on the full law: FlashInfer, "
-        "SGLang's regular sampler); default: the signature's engine (joint for flashinfer)",
+        help="the engine's order of temperature, min-p, top-k and top-p: vllm (temperature, "
+        "min-p, top-k, top-p), sequential (HF: temperature, top-k, top-p, min-p), joint "
+        "(top-k and top-p on the same law: FlashInfer, SGLang) or llama.cpp (every cut before "
+        "the temperature); default: the signature's engine's",
     )
     out.add_argument("--seed", type=int, default=0, help="seed of the battery and the rounds")
     out.add_argument(

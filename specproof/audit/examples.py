@@ -256,8 +256,9 @@ def rejection_sample_logits(
 ) -> torch.Tensor:
     """As :func:`rejection_sample`, with raw target logits as current vLLM hands them to its
     rejection sampler: each request's temperature, top-k, top-p and min-p
-    (``sampling_metadata``) are applied at every verified position before verification, top-k
-    and top-p in vLLM's order (top-k, renormalise, top-p)."""
+    (``sampling_metadata``) are applied at every verified position before verification, in
+    vLLM's sampler's order (temperature, min-p, top-k, renormalise, top-p: the nucleus is taken
+    on the law min-p renormalised)."""
     target_probs = process_target_logits(target_logits, num_draft_tokens, sampling_metadata)
     return rejection_sample(
         draft_token_ids,
@@ -276,12 +277,12 @@ def process_target_logits(
     num_draft_tokens: list[int],
     metadata: Any,
     bug: str | None = None,
-    order: str = "sequential",
+    order: str = "vllm",
 ) -> torch.Tensor:
     """Each flattened row's request parameters (temperature, top-k, top-p, min-p) applied to
-    its raw logits (float64 probs), top-k and top-p combined in ``order`` (vLLM's is
-    "sequential"); greedy rows (temperature <= 0) are left as softmax(logits): only their
-    argmax is read."""
+    its raw logits (float64 probs) by the steps of ``order``
+    (:data:`specproof.reference.filters.ORDER_STEPS`); greedy rows (temperature <= 0) are left
+    as softmax(logits): only their argmax is read."""
     from .requests import apply_request
 
     batch = len(num_draft_tokens)
@@ -313,6 +314,64 @@ def process_target_logits(
         m_used = None if min_p is None else m
         probs[mask] = apply_request(logits[mask], t, k_used, p_used, m_used, order)
     return probs
+
+
+def _rejection_sample_logits_in(order: str, *args: Any) -> torch.Tensor:
+    tokens, lengths, longest, cu, draft, logits, bonus, metadata = args
+    target = process_target_logits(logits, lengths, metadata, order=order)
+    return rejection_sample(tokens, lengths, longest, cu, draft, target, bonus, metadata)
+
+
+def rejection_sample_logits_min_p_last(
+    draft_token_ids: torch.Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor | None,
+    target_logits: torch.Tensor,
+    bonus_token_ids: torch.Tensor,
+    sampling_metadata: Any,
+) -> torch.Tensor:
+    """As :func:`rejection_sample_logits`, with min-p after top-k and top-p, as transformers'
+    warpers apply it (``--filter-order sequential``): where min-p and top-p both bind, the
+    nucleus is taken on the law without min-p, lossy against vLLM's sampler."""
+    return _rejection_sample_logits_in(
+        "sequential",
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+    )
+
+
+def rejection_sample_logits_llama_cpp(
+    draft_token_ids: torch.Tensor,
+    num_draft_tokens: list[int],
+    max_spec_len: int,
+    cu_num_draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor | None,
+    target_logits: torch.Tensor,
+    bonus_token_ids: torch.Tensor,
+    sampling_metadata: Any,
+) -> torch.Tensor:
+    """As :func:`rejection_sample_logits`, in llama.cpp's default sampler chain (top-k, top-p,
+    min-p on softmax(logits), the temperature last; ``--filter-order llama.cpp``): min-p cuts
+    on the untempered law, lossy against vLLM's sampler where that cuts other tokens."""
+    return _rejection_sample_logits_in(
+        "llama.cpp",
+        draft_token_ids,
+        num_draft_tokens,
+        max_spec_len,
+        cu_num_draft_tokens,
+        draft_probs,
+        target_logits,
+        bonus_token_ids,
+        sampling_metadata,
+    )
 
 
 def rejection_sample_logits_joint(

@@ -1,24 +1,30 @@
 """Request filters that bind: cases whose top-k, top-p and min-p remove tokens that carry mass.
 
 The request case of :mod:`specproof.audit.cases` builds raw logits whose filters remove exactly
-the tokens of zero processed mass, so top-k and top-p give the same law in either order. Here
-the case gives the raw rows (the unfiltered law at the request's temperature) and the processed
+the tokens of zero processed mass, so every order of the filters gives the same law. Here the
+case gives the raw rows (the unfiltered law at the request's temperature) and the processed
 rows are computed from them exactly by :func:`specproof.reference.filters.filtered` under a
-declared order (``sequential``: top-k, renormalise, top-p, as vLLM and HF transformers sample;
-``joint``: both cuts on the full law, as FlashInfer's joint sampling and SGLang's regular
-sampler). Every statistical and exact row of the audit is then taken at those processed rows:
+declared order (:data:`specproof.reference.filters.ORDER_STEPS`: ``vllm``, ``sequential`` as
+HF transformers' warpers, ``joint`` as FlashInfer's joint sampling and SGLang's regular
+sampler, ``llama.cpp`` with every cut before the temperature). Every statistical and exact row
+of the audit is then taken at those processed rows:
 
 - ``filters-order``: top-k = 4 removes two tokens with mass, and top-p = 0.7 removes one more
-  token on the full law but two on the renormalised top-k law, so the two orders keep
-  different tokens in every row (exact TV between them: :func:`order_tv`).
+  token on the full law but two on the renormalised top-k law, so ``sequential`` and ``joint``
+  keep different tokens in every row (exact TV between them: :func:`order_tv`).
 - ``filters-min-p``: min-p = 0.2 removes tokens with raw mass about 0.06 and 0.04 (top-k = 5 the
   second only); a verifier that skips min-p at verified positions puts mass on the first, an
   outcome of probability 0 (vLLM issue 42744's class).
+- ``filters-min-p-top-p``: min-p and top-p both bind, so the nucleus of the law min-p left
+  (``vllm``) keeps 2 tokens and the nucleus of the full law (``sequential``) 3.
+- ``filters-min-p-temperature``: at T = 0.5 min-p cuts 3 tokens after the temperature and 5
+  before it (``llama.cpp``).
 
-Every cut is at least :data:`MARGIN` away from its threshold, so float32 logits cut exactly as
-the exact rows do. The verifier receives raw logits (``vllm-logits``; ``hf`` when it accepts the
-keywords ``top_k``, ``top_p`` and ``min_p``), or the processed rows and vLLM's metadata
-(``vllm``); FlashInfer's signature carries no request parameters, so the cases skip it.
+Every cut of the first two cases is at least :data:`MARGIN` away from its threshold in the
+orders they were built for, every cut of the others in every order, so float32 logits cut
+exactly as the exact rows do. The verifier receives raw logits (``vllm-logits``; ``hf`` when it
+accepts the keywords ``top_k``, ``top_p`` and ``min_p``), or the processed rows and vLLM's
+metadata (``vllm``); FlashInfer's signature carries no request parameters, so the cases skip it.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from specproof.reference.filters import FILTER_ORDERS, FilterOrder, filtered, ranked
+from specproof.reference.filters import FILTER_ORDERS, FilterOrder, filtered, ranked, restricted
 
 from .drafting import DraftFn, draft_rounds
 from .problems import TableProblem
@@ -45,8 +51,8 @@ from .structure import check_structure
 MARGIN = 0.005
 """Smallest distance of every filter decision from its threshold (float32 rounding is ~1e-7)."""
 DEFAULT_ORDER: dict[str, FilterOrder] = {
-    "vllm": "sequential",
-    "vllm-logits": "sequential",
+    "vllm": "vllm",
+    "vllm-logits": "vllm",
     "hf": "sequential",
     "flashinfer": "joint",
 }
@@ -60,6 +66,18 @@ nucleus at 0.7 stops after 2 tokens (0.64 >= 0.7 x 0.88) and the full law's afte
 MIN_P_REQUEST = RequestParams(0.9, top_k=5, min_p=0.2, binding=True)
 MIN_P_MASSES = (0.40, 0.25, 0.15, 0.10, 0.06, 0.04)
 """Sorted raw masses of a filters-min-p row: min-p 0.2 cuts below 0.08."""
+MIN_P_TOP_P_REQUEST = RequestParams(0.8, top_p=0.655, min_p=0.2, binding=True)
+MIN_P_TOP_P_MASSES = (0.40, 0.22, 0.18, 0.10, 0.06, 0.04)
+"""Sorted raw masses of a filters-min-p-top-p row: min-p 0.2 cuts below 0.08 (two tokens, 0.10
+of the mass); the nucleus at 0.655 of the full law stops after 3 tokens (0.62 < 0.655), of the
+min-p-renormalised law after 2 (0.62 / 0.90 = 0.689 >= 0.655): vLLM's order keeps 2 tokens,
+transformers' (min-p last) 3."""
+MIN_P_TEMPERATURE_REQUEST = RequestParams(0.5, min_p=0.35, binding=True)
+MIN_P_TEMPERATURE_MASSES = (0.40, 0.20, 0.15, 0.12, 0.10, 0.03)
+"""Sorted raw masses (the law at T = 0.5) of a filters-min-p-temperature row: ratios to the
+largest 1, 0.5, 0.375, 0.3, 0.25, 0.075, so min-p 0.35 after the temperature keeps 3 tokens;
+before it the ratios are their square roots (1, 0.71, 0.61, 0.55, 0.5, 0.27): llama.cpp keeps
+5."""
 
 
 @dataclass(frozen=True)
@@ -71,21 +89,55 @@ class FilterProblem(TableProblem):
     order: FilterOrder = "sequential"
 
 
+def exact_law(raw: np.ndarray, params: RequestParams, order: FilterOrder) -> tuple[Fraction, ...]:
+    """The processed law of one float32 raw row (the law at the request's temperature), exactly.
+    llama.cpp cuts before the temperature, on softmax(logits) = raw^T renormalised: its cuts are
+    taken on that law computed in float64 (every cut keeps :data:`MARGIN` from its threshold),
+    and the law at the temperature is restricted to the tokens they keep."""
+    row = [Fraction(float(v)) for v in raw.astype(np.float32)]
+    total = sum(row, Fraction(0))
+    probs = [v / total for v in row]
+    top_p = None if params.top_p is None else Fraction(params.top_p)
+    min_p = None if params.min_p is None else Fraction(params.min_p)
+    if order != "llama.cpp":
+        return filtered(probs, top_k=params.top_k, top_p=top_p, min_p=min_p, order=order)
+    powers = [
+        Fraction(float(v)) for v in raw.astype(np.float32).astype(np.float64) ** params.temperature
+    ]
+    law = [v / sum(powers, Fraction(0)) for v in powers]
+    cut = filtered(law, top_k=params.top_k, top_p=top_p, min_p=min_p, order="llama.cpp")
+    return restricted(probs, {token for token, mass in enumerate(cut) if mass > 0})
+
+
 def exact_rows(raw: np.ndarray, params: RequestParams, order: FilterOrder) -> np.ndarray:
     """The processed rows, exactly (from the float32 raw rows the verifier's logits encode)."""
     out = np.zeros(raw.shape)
     for index in np.ndindex(raw.shape[:-1]):
-        row = [Fraction(float(v)) for v in raw[index].astype(np.float32)]
-        total = sum(row, Fraction(0))
-        law = filtered(
-            [v / total for v in row],
-            top_k=params.top_k,
-            top_p=None if params.top_p is None else Fraction(params.top_p),
-            min_p=None if params.min_p is None else Fraction(params.min_p),
-            order=order,
-        )
-        out[index] = [float(v) for v in law]
+        out[index] = [float(v) for v in exact_law(raw[index], params, order)]
     return out
+
+
+def kept_tokens(
+    row: np.ndarray, params: RequestParams, order: FilterOrder, shift: float = 0.0
+) -> frozenset[int]:
+    """The tokens ``order`` keeps in ``row`` with top-p and min-p moved by ``shift``."""
+    moved = replace(
+        params,
+        top_p=None if params.top_p is None else min(1.0, params.top_p + shift),
+        min_p=None if params.min_p is None else max(0.0, params.min_p + shift),
+    )
+    law = exact_law(row, moved, order)
+    return frozenset(token for token, mass in enumerate(law) if mass > 0)
+
+
+def robust_in_every_order(row: np.ndarray, params: RequestParams) -> bool:
+    """Whether every order keeps the same tokens with top-p and min-p moved by +-MARGIN: no cut
+    of any order is within MARGIN of its threshold."""
+    return all(
+        kept_tokens(row, params, order, shift) == kept_tokens(row, params, order)
+        for order in FILTER_ORDERS
+        for shift in (-MARGIN, MARGIN)
+    )
 
 
 def decision_margin(row: np.ndarray, params: RequestParams) -> float:
@@ -107,9 +159,15 @@ def decision_margin(row: np.ndarray, params: RequestParams) -> float:
     return min(gaps)
 
 
-def binds(row: np.ndarray, params: RequestParams) -> bool:
-    """Whether the filters cut tokens with mass as the case needs: with top-k and top-p, the
-    two orders keep different tokens; with min-p, it removes a token top-k keeps."""
+def binds(
+    row: np.ndarray, params: RequestParams, apart: tuple[FilterOrder, FilterOrder] | None = None
+) -> bool:
+    """Whether the filters cut tokens with mass as the case needs: the orders ``apart`` keep
+    different tokens; otherwise, with top-k and top-p, sequential and joint keep different
+    tokens, and with min-p, it removes a token top-k keeps."""
+    if apart is not None:
+        first, second = (kept_tokens(row, params, order) for order in apart)
+        return first != second and robust_in_every_order(row, params)
     probs = [Fraction(float(v)) for v in row]
     total = sum(probs, Fraction(0))
     probs = [v / total for v in probs]
@@ -134,33 +192,57 @@ def raw_rows(
     shape: tuple[int, ...],
     masses: tuple[float, ...],
     params: RequestParams,
+    apart: tuple[FilterOrder, FilterOrder] | None = None,
 ) -> np.ndarray:
     """Rows of the template ``masses`` (jittered, tokens permuted) on which the filters bind
-    and every cut keeps :data:`MARGIN` from its threshold."""
+    (:func:`binds`) and every cut keeps :data:`MARGIN` from its threshold."""
     out = np.zeros((*shape, len(masses)))
     for index in np.ndindex(shape):
         while True:
             row = np.asarray(masses) * np.exp(0.05 * rng.standard_normal(len(masses)))
             row /= row.sum()
-            if decision_margin(row, params) >= MARGIN and binds(row, params):
+            if decision_margin(row, params) >= MARGIN and binds(row, params, apart):
                 break
         out[index] = row[rng.permutation(len(masses))]
     return out
 
 
+BINDING_CASES: tuple[
+    tuple[str, RequestParams, tuple[float, ...], str, tuple[FilterOrder, FilterOrder] | None],
+    ...,
+] = (
+    ("filters-order", ORDER_REQUEST, ORDER_MASSES, "top-k 4 and top-p 0.7 both bind", None),
+    ("filters-min-p", MIN_P_REQUEST, MIN_P_MASSES, "min-p 0.2 binds (top-k 5)", None),
+    (
+        "filters-min-p-top-p",
+        MIN_P_TOP_P_REQUEST,
+        MIN_P_TOP_P_MASSES,
+        "min-p 0.2 and top-p 0.655 both bind",
+        ("vllm", "sequential"),
+    ),
+    (
+        "filters-min-p-temperature",
+        MIN_P_TEMPERATURE_REQUEST,
+        MIN_P_TEMPERATURE_MASSES,
+        "min-p 0.35 at T = 0.5 cuts apart from min-p before it",
+        ("vllm", "llama.cpp"),
+    ),
+)
+"""Each binding case: name, request, template masses, what binds, and the two orders whose
+kept tokens must differ in every row (None: the first two cases' own conditions)."""
+
+
 def filter_problems(seed: int = 0, order: FilterOrder = "sequential") -> list[FilterProblem]:
-    """The two binding cases (V = 6, gamma = 2, two states, draft lengths 0..2, random rows)
-    under ``order``; their own random stream, so the rest of the battery is unchanged."""
+    """The binding cases (V = 6, gamma = 2, two states, draft lengths 0..2, random rows) under
+    ``order``; their own random stream, so the rest of the battery is unchanged (and the cases
+    added later draw after the earlier ones, whose rows stay as they were)."""
     if order not in FILTER_ORDERS:
         raise ValueError(f"filter order must be one of {FILTER_ORDERS}, got {order!r}")
     rng = np.random.default_rng([seed, 34])
     gamma, states = 2, 2
     out = []
-    for name, params, masses, what in (
-        ("filters-order", ORDER_REQUEST, ORDER_MASSES, "top-k 4 and top-p 0.7 both bind"),
-        ("filters-min-p", MIN_P_REQUEST, MIN_P_MASSES, "min-p 0.2 binds (top-k 5)"),
-    ):
-        raw = raw_rows(rng, (gamma + 1, states), masses, params)
+    for name, params, masses, what, apart in BINDING_CASES:
+        raw = raw_rows(rng, (gamma + 1, states), masses, params, apart)
         draft = rng.gamma(0.6, size=(gamma, states, len(masses)))
         draft /= draft.sum(axis=-1, keepdims=True)
         out.append(

@@ -18,10 +18,14 @@ rows are computed from them by the reference under a declared filter order.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from types import SimpleNamespace
 
 import torch
+
+from specproof.reference.filters import ORDER_STEPS
 
 GREEDY_TEMPERATURE = 0.0
 """vLLM's greedy marker in its sampling metadata since vLLM PR 27077 (October 2025)."""
@@ -29,6 +33,22 @@ LEGACY_GREEDY_TEMPERATURE = -1.0
 """The marker before vLLM PR 27077 (releases up to 0.11; ``--greedy-marker -1``)."""
 MASKED_LOGIT = -1.0e4
 """A raw logit whose softmax is exactly 0 at every temperature used here."""
+
+
+def checked_request(
+    temperature: float, top_k: int | None, top_p: float | None, min_p: float | None
+) -> None:
+    """Refuse a request's parameters unless finite and in range (vLLM's own bounds)."""
+    if isinstance(temperature, bool) or not math.isfinite(temperature) or temperature <= 0:
+        raise ValueError(f"temperature must be finite and > 0, got {temperature}")
+    if top_k is not None and not (
+        isinstance(top_k, numbers.Integral) and not isinstance(top_k, bool) and top_k >= 1
+    ):
+        raise ValueError(f"top_k must be an integer of at least 1, got {top_k!r}")
+    if top_p is not None and not 0 < top_p <= 1:  # also refuses NaN
+        raise ValueError(f"top_p must lie in (0, 1], got {top_p}")
+    if min_p is not None and not 0 <= min_p <= 1:
+        raise ValueError(f"min_p must lie in [0, 1], got {min_p}")
 
 
 @dataclass(frozen=True)
@@ -42,6 +62,9 @@ class RequestParams:
     binding: bool = False
     """The case supplies raw rows on which these filters remove tokens with mass (the processed
     rows are computed from them, not the raw logits from the processed rows)."""
+
+    def __post_init__(self) -> None:
+        checked_request(self.temperature, self.top_k, self.top_p, self.min_p)
 
     @property
     def filters(self) -> bool:
@@ -121,6 +144,10 @@ def vllm_metadata(
     tensor, 1 = off) and ``min_p`` (float tensor, 0 = off) are None when no request in the batch
     sets them, as vLLM sends them;
     ``generators`` maps a request's row to its own torch.Generator (seeded requests only)."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
+        raise ValueError(f"batch must be an integer >= 0, got {batch!r}")
+    if not math.isfinite(marker):
+        raise ValueError(f"the greedy marker must be finite, got {marker}")
     if greedy is None:
         greedy = torch.zeros(batch, dtype=torch.bool)
     if params is None:
@@ -167,27 +194,33 @@ def apply_request(
     order: str = "sequential",
 ) -> torch.Tensor:
     """softmax(logits / T) filtered, in float64: what an engine does to the target logits of a
-    random request before verification. ``order`` (see :mod:`specproof.reference.filters`):
-    "sequential" keeps the top-k tokens, renormalises, then keeps the top-p nucleus (the
-    smallest set of most probable tokens holding >= top_p of the mass); "joint" takes both cuts
-    on the full law. min-p keeps tokens with mass >= min_p times the largest."""
-    if order not in ("sequential", "joint"):
+    random request before verification, by the steps of ``order``
+    (:data:`specproof.reference.filters.ORDER_STEPS`; each step cuts the law the steps before it
+    left, renormalised; before the temperature step that law is softmax(logits)). The nucleus
+    is the smallest set of most probable tokens holding >= top_p of the mass; min-p keeps
+    tokens with mass >= min_p times the largest."""
+    if order not in ORDER_STEPS:
         raise ValueError(f"unknown filter order {order!r}")
+    checked_request(temperature, top_k, top_p, min_p)
     scaled = logits.double() / temperature
-    probs = torch.softmax(scaled, -1)
-    keep = probs > 0
-    if top_k is not None and top_k < logits.shape[-1]:
-        kth = scaled.topk(top_k, dim=-1).values[..., -1:]
-        keep &= scaled >= kth
-        if order == "sequential":
-            probs = torch.where(keep, probs, 0.0)
-            probs = probs / probs.sum(-1, keepdim=True)
-    if top_p is not None and top_p < 1:
-        ordered, index = probs.sort(dim=-1, descending=True, stable=True)
-        before = ordered.cumsum(-1) - ordered  # mass of the more probable tokens
-        drop_sorted = before >= top_p
-        keep &= ~torch.zeros_like(drop_sorted).scatter(-1, index, drop_sorted)
-    if min_p is not None and min_p > 0:
-        keep &= probs >= min_p * probs.max(-1, keepdim=True).values
-    out = torch.where(keep, torch.softmax(scaled, -1), 0.0)
+    laws = {True: torch.softmax(scaled, -1), False: torch.softmax(logits.double(), -1)}
+    tempered = False  # whether the engine has applied the temperature yet
+    keep = laws[True] > 0
+    cuts_top_k = top_k is not None and top_k < logits.shape[-1]
+    for step in ORDER_STEPS[order]:
+        seen = torch.where(keep, laws[tempered], 0.0)
+        seen = seen / seen.sum(-1, keepdim=True)
+        if step == "temperature":
+            tempered = True
+        elif step in ("top-k", "top-k and top-p") and cuts_top_k:
+            kth = scaled.topk(int(top_k), dim=-1).values[..., -1:]  # type: ignore[arg-type]
+            keep &= scaled >= kth
+        if step in ("top-p", "top-k and top-p") and top_p is not None and top_p < 1:
+            ordered, index = seen.sort(dim=-1, descending=True, stable=True)
+            before = ordered.cumsum(-1) - ordered  # mass of the more probable tokens
+            drop_sorted = before >= top_p
+            keep &= ~torch.zeros_like(drop_sorted).scatter(-1, index, drop_sorted)
+        elif step == "min-p" and min_p is not None and min_p > 0:
+            keep &= seen >= min_p * seen.max(-1, keepdim=True).values
+    out = torch.where(keep, laws[True], 0.0)
     return out / out.sum(-1, keepdim=True)

@@ -90,9 +90,10 @@ SCHEDULERS = {
     vocab=st.integers(2, 4),
     gamma=st.integers(0, 3),
     requests=st.integers(1, 3),
+    offset=st.sampled_from([3, 2**32 + 3, 2**64 - 2]),  # 64-bit: past 2^32, and a wrap
 )
 def test_decoder_emits_the_reference_tokens(
-    backend, scheduler, model_seed, seed, vocab, gamma, requests
+    backend, scheduler, model_seed, seed, vocab, gamma, requests, offset
 ):
     rng = random.Random(model_seed)
     target = random_target(rng, vocab, 1, denominator=DENOMINATOR)
@@ -103,7 +104,7 @@ def test_decoder_emits_the_reference_tokens(
     exact = reference.SpeculativeDecoder(
         target, drafter, reference.ChainRule(), make_reference(), gamma, sps
     )
-    want = reference.sample(exact, prompts, 5, source=PhiloxSource(seed, 3))
+    want = reference.sample(exact, prompts, 5, source=PhiloxSource(seed, offset))
     target_fn, drafter_fn = tensor_models(target, drafter, max(gamma, 1))
     fast = BatchedDecoder(
         target_fn,
@@ -113,7 +114,7 @@ def test_decoder_emits_the_reference_tokens(
         sps=batched.sps_table(sps, 63, DEVICE),
         backend=backend,
     )
-    got = fast.generate(prompts, 5, seed=seed, offset=3, device=DEVICE)
+    got = fast.generate(prompts, 5, seed=seed, offset=offset, device=DEVICE)
     assert [tuple(row) for row in got.tolist()] == list(want)
 
 
