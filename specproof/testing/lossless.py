@@ -9,7 +9,7 @@ and :class:`TwinPassedError` when the subject passes but its twin passes too.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -84,10 +84,16 @@ def _say(outcome: Outcome, label: str) -> None:
     print(outcome.level.promise(outcome.statistical_rows))
     print(outcome.report.table())
     if outcome.twin is not None:
-        twin_rows = outcome.twin.results
-        failed = [r for r in twin_rows if not r.passed]
-        first = failed[0].result() if failed else "no row failed"
-        print(f"must-fail twin ({label}): {'FAIL as required' if failed else 'PASSED'} ({first})")
+        print(twin_line(outcome, label))
+
+
+def twin_line(outcome: Outcome, label: str) -> str:
+    """What the must-fail twin did, in one line."""
+    if outcome.twin is None:
+        return "must-fail twin: not run (the subject failed, or twin=False)"
+    failed = [r for r in outcome.twin.results if not r.passed]
+    first = failed[0].result() if failed else "no row failed"
+    return f"must-fail twin ({label}): {'FAIL as required' if failed else 'PASSED'} ({first})"
 
 
 def _settle(outcome: Outcome, label: str) -> Outcome:
@@ -106,7 +112,20 @@ def _settle(outcome: Outcome, label: str) -> Outcome:
     return outcome
 
 
-def assert_lossless(
+def assert_lossless(verifier: Callable[..., Any], signature: Signature, **options: Any) -> Outcome:
+    """Audit ``verifier`` (a chain verifier with ``signature``: ``flashinfer``, ``vllm``,
+    ``vllm-logits`` or ``hf``; see ``specproof audit --help``) and its must-fail twin (the
+    verifier handed target rows shifted by one token id); raise ``AssertionError`` with the row
+    table when a row fails, :class:`TwinPassedError` when the twin passes. Options: those of
+    :func:`verifier_outcome`."""
+    return _settle(verifier_outcome(verifier, signature, **options), VERIFIER_TWIN)
+
+
+VERIFIER_TWIN = "target rows shifted by one token id"
+ENGINE_TWIN = "target law shifted by one token id"
+
+
+def verifier_outcome(
     verifier: Callable[..., Any],
     signature: Signature,
     *,
@@ -117,9 +136,8 @@ def assert_lossless(
     calls: bool = False,
     twin: bool = True,
 ) -> Outcome:
-    """Audit ``verifier`` (a chain verifier with ``signature``: ``flashinfer``, ``vllm``,
-    ``vllm-logits`` or ``hf``; see ``specproof audit --help``) on ``cases``, then its twin
-    (the verifier handed target rows shifted by one token id) on :data:`TWIN_CASE`.
+    """The audit of ``verifier`` on ``cases``, then (when it passed) of its twin on
+    :data:`TWIN_CASE`; nothing raised for a failed row.
 
     Every statistical row has false-fail rate <= alpha and power >= 1 - beta against TV >=
     delta (``level``: ``full`` 0.99 against 0.1, ``quick`` 0.9 against 0.2; alpha 1e-6 per
@@ -153,45 +171,54 @@ def assert_lossless(
             fail_fast=True,
             **settings,
         )
-    return _settle(Outcome(chosen, report, twin_report), "target rows shifted by one token id")
+    return Outcome(chosen, report, twin_report)
 
 
 def assert_engine_lossless(
     generate: Callable[..., Any],
     target_probs: Callable[[torch.Tensor], torch.Tensor],
     prompt: Sequence[int],
-    *,
-    eos: int | Collection[int] | None = None,
-    greedy: bool = False,
-    num_new_tokens: int = 4,
-    level: str | Level = DEFAULT_LEVEL,
-    seed: int = 0,
-    name: str = "",
-    max_draft: int | None = None,
-    twin: bool = True,
+    **options: Any,
 ) -> Outcome:
     """Audit an engine's ``generate(prompt, num_new_tokens, seed)`` against ``target_probs``
     (sequences [B, L] -> the target's processed law [B, L, V] after each prefix, from a plain
-    pass), as ``specproof audit-engine`` does; then the same runs' check against the target law
-    shifted by one token id, which must fail. Rates as in :func:`assert_lossless`."""
+    pass), as ``specproof audit-engine`` does, and its twin (the same engine checked against the
+    target law shifted by one token id), raising as :func:`assert_lossless` does. Options:
+    those of :func:`engine_outcome`."""
+    engine = Engine(
+        options.pop("name", "") or str(getattr(generate, "__name__", "engine")),
+        generate,
+        target_probs,
+        tuple(prompt),
+        eos=options.pop("eos", None),
+        greedy=options.pop("greedy", False),
+        max_draft=options.pop("max_draft", None),
+    )
+    return _settle(engine_outcome(engine, **options), ENGINE_TWIN)
+
+
+def engine_outcome(
+    engine: Engine,
+    *,
+    num_new_tokens: int = 4,
+    level: str | Level = DEFAULT_LEVEL,
+    seed: int = 0,
+    twin: bool = True,
+) -> Outcome:
+    """The audit of ``engine`` (its ``generate`` against its ``target_probs``), then (when it
+    passed) of the same engine against the target law shifted by one token id; nothing raised.
+    Rates as in :func:`verifier_outcome`."""
     chosen = level if isinstance(level, Level) else level_named(level)
     settings = {"alpha": chosen.alpha, "beta": chosen.beta, "delta": chosen.delta}
-    label = name or str(getattr(generate, "__name__", "engine"))
-
-    def engine(probs: Callable[[torch.Tensor], torch.Tensor], title: str) -> Engine:
-        return Engine(
-            title, generate, probs, tuple(prompt), eos=eos, greedy=greedy, max_draft=max_draft
-        )
-
-    report = audit_engine(
-        engine(target_probs, label), num_new_tokens=num_new_tokens, seed=seed, **settings
-    )
+    report = audit_engine(engine, num_new_tokens=num_new_tokens, seed=seed, **settings)
     twin_report = None
     if twin and report.passed:
-        twin_report = audit_engine(
-            engine(shifted_target_probs(target_probs), f"{label} (twin)"),
-            num_new_tokens=num_new_tokens,
-            seed=seed + 1,
-            **settings,
+        twin_engine = replace(
+            engine,
+            name=f"{engine.name} (twin)",
+            target_probs=shifted_target_probs(engine.target_probs),
         )
-    return _settle(Outcome(chosen, report, twin_report), "target law shifted by one token id")
+        twin_report = audit_engine(
+            twin_engine, num_new_tokens=num_new_tokens, seed=seed + 1, **settings
+        )
+    return Outcome(chosen, report, twin_report)

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 import torch
 
+from specproof.audit.engine import Engine
+
 TARGET = (
     (0.5, 0.3, 0.15, 0.05),
     (0.1, 0.2, 0.3, 0.4),
@@ -66,3 +68,18 @@ def generate_residual_from_target(
 def target_probs(sequences: torch.Tensor) -> torch.Tensor:
     """[B, L] -> [B, L, V]: the target's law after each prefix (its last token)."""
     return torch.tensor(TARGET, dtype=torch.float64)[sequences]
+
+
+def correct_engine() -> Engine:
+    """``specproof parity-report engine plugin.engines:correct_engine``."""
+    return Engine("tiny chain engine", generate, target_probs, PROMPT, max_draft=GAMMA)
+
+
+def residual_from_target_engine() -> Engine:
+    return Engine(
+        "tiny chain engine, residual from the target",
+        generate_residual_from_target,
+        target_probs,
+        PROMPT,
+        max_draft=GAMMA,
+    )
