@@ -109,7 +109,11 @@ CASES: tuple[GoldenCase, ...] = (
     GoldenCase(
         "top-p-exact",
         "top-p 3/4 lands exactly on a cumulative sum (1/2 + 1/4): the nucleus stops there",
-        (_r("1/2", "1/4", "1/8", "1/8"), _r("1/8", "1/2", "1/4", "1/8"), _r("1/4", "1/4", "1/2", 0)),
+        (
+            _r("1/2", "1/4", "1/8", "1/8"),
+            _r("1/8", "1/2", "1/4", "1/8"),
+            _r("1/4", "1/4", "1/2", 0),
+        ),
         (_r(1, 1, 1, 1), _r(1, 2, 1, 0)),
         (2, 1),
         Sampling(top_p=F(3, 4)),

@@ -21,9 +21,16 @@ def _optional(item: dict[str, Any]) -> dict[str, Any]:
 SAMPLING = {
     "type": "object",
     "required": [
-        "temperature", "temperature_float", "top_k", "top_p", "top_p_float",
-        "min_p", "min_p_float", "filter_order", "greedy",
-    ],  # fmt: skip
+        "temperature",
+        "temperature_float",
+        "top_k",
+        "top_p",
+        "top_p_float",
+        "min_p",
+        "min_p_float",
+        "filter_order",
+        "greedy",
+    ],
     "properties": {
         "temperature": FRACTION,
         "temperature_float": {"type": "number"},
@@ -40,9 +47,15 @@ SAMPLING = {
 INPUTS = {
     "type": "object",
     "required": [
-        "vocab", "draft_ids", "target_probs", "target_probs_float", "target_logits",
-        "draft_probs", "draft_probs_float", "sampling",
-    ],  # fmt: skip
+        "vocab",
+        "draft_ids",
+        "target_probs",
+        "target_probs_float",
+        "target_logits",
+        "draft_probs",
+        "draft_probs_float",
+        "sampling",
+    ],
     "properties": {
         "vocab": {"type": "integer", "minimum": 1},
         "draft_ids": {"type": "array", "items": {"type": "integer", "minimum": 0}},
@@ -69,9 +82,13 @@ OUTCOME = {
 WITH_UNIFORMS = {
     "type": "object",
     "required": [
-        "accept_uniforms", "accept_uniforms_float", "draw_uniform", "draw_uniform_float",
-        "accepted", "emitted",
-    ],  # fmt: skip
+        "accept_uniforms",
+        "accept_uniforms_float",
+        "draw_uniform",
+        "draw_uniform_float",
+        "accepted",
+        "emitted",
+    ],
     "properties": {
         "accept_uniforms": {"type": "array", "items": FRACTION},
         "accept_uniforms_float": {"type": "array", "items": {"type": "number"}},
@@ -93,8 +110,12 @@ EXPECTED = {
         {
             "type": "object",
             "required": [
-                "refused", "processed_target", "processed_target_float", "law", "with_uniforms",
-            ],  # fmt: skip
+                "refused",
+                "processed_target",
+                "processed_target_float",
+                "law",
+                "with_uniforms",
+            ],
             "properties": {
                 "refused": {"const": False},
                 "processed_target": _rows(FRACTION),

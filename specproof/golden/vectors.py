@@ -88,7 +88,7 @@ def processed(row: Dist, sampling: Sampling) -> Dist:
         top_k=sampling.top_k,
         top_p=sampling.top_p,
         min_p=sampling.min_p,
-        order=sampling.order,  # type: ignore[arg-type]
+        order=sampling.order,
     )
 
 
@@ -99,7 +99,7 @@ def round_program(case: GoldenCase, target: Sequence[Dist], draft: Sequence[Dist
     rows = RowsTarget(target, len(PROMPT))
 
     def program(chooser: Any) -> tuple[int, ...]:
-        return tuple(rule.verify(PROMPT, block, rows, None, chooser))  # type: ignore[arg-type]
+        return tuple(rule.verify(PROMPT, block, rows, None, chooser))
 
     return program
 
@@ -113,7 +113,7 @@ def check_margin(program: Any, accept: Sequence[Fraction], draw: Fraction) -> No
     expected = output_for(program, accept, draw)
     for index in range(len(accept) + 1):
         for step in (-MARGIN, MARGIN):
-            moved = list(accept) + [draw]
+            moved = [*accept, draw]
             moved[index] = min(max(moved[index] + step, Fraction(0)), 1 - MARGIN)
             if output_for(program, moved[:-1], moved[-1]) != expected:
                 raise ValueError(f"uniforms {accept}, {draw} lie within {MARGIN} of a threshold")
@@ -175,8 +175,12 @@ def inputs_of(case: GoldenCase) -> dict[str, Any]:
 def expected_of(case: GoldenCase) -> dict[str, Any]:
     vocab = len(case.target[0])
     try:
-        raw = [exact_row(r, vocab, f"{case.name}: target row {k}") for k, r in enumerate(case.target)]
-        draft = [exact_row(r, vocab, f"{case.name}: draft row {k}") for k, r in enumerate(case.draft)]
+        raw = [
+            exact_row(r, vocab, f"{case.name}: target row {k}") for k, r in enumerate(case.target)
+        ]
+        draft = [
+            exact_row(r, vocab, f"{case.name}: draft row {k}") for k, r in enumerate(case.draft)
+        ]
     except ValueError as error:
         return {"refused": True, "reason": str(error)}
     if case.nonfinite:

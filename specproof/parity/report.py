@@ -83,7 +83,10 @@ def position_lines(section: Section) -> list[str]:
         lines.append("")
         if table.position in plots:
             lines += [f"![{section.case} position {table.position}]({plots[table.position]})", ""]
-        lines += ["| token | count | frequency | interval | exact | inside |", "|---|---|---|---|---|---|"]
+        lines += [
+            "| token | count | frequency | interval | exact | inside |",
+            "|---|---|---|---|---|---|",
+        ]
         for t, c, e, lo, hi in zip(
             table.tokens, table.observed, table.expected, table.low, table.high, strict=True
         ):

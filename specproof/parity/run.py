@@ -19,6 +19,7 @@ from specproof.audit.guard import Guard
 from specproof.audit.laws import tokens_law
 from specproof.audit.report import AuditReport
 from specproof.audit.rounds import sample_rounds, verifier_round
+from specproof.audit.signatures import Signature
 from specproof.testing.lossless import (
     CASES,
     ENGINE_TWIN,
@@ -54,7 +55,7 @@ def draw(sections: list[Section], out: Path, notes: list[str]) -> None:
 
 def verifier_report(
     path: str,
-    signature: str,
+    signature: Signature,
     out: Path,
     *,
     command: str,
@@ -67,7 +68,11 @@ def verifier_report(
     fn = load_callable(path)
     chosen = tuple(cases) if cases else (HF_CASES if signature == "hf" else CASES)
     outcome: Outcome = verifier_outcome(
-        fn, signature, level=level, seed=seed, cases=chosen  # type: ignore[arg-type]
+        fn,
+        signature,
+        level=level,
+        seed=seed,
+        cases=chosen,
     )
     outcome.report.subject = path
     sections: list[Section] = []
@@ -76,8 +81,8 @@ def verifier_report(
     if rounds is None:
         notes.append(f"no positions shown: case {plot_case} was not sampled")
     else:
-        (problem,) = _problems((plot_case,), seed, signature)  # type: ignore[arg-type]
-        sampled = sample_rounds(problem, verifier_round(fn, signature), rounds, seed)  # type: ignore[arg-type]
+        (problem,) = _problems((plot_case,), seed, signature)
+        sampled = sample_rounds(problem, verifier_round(fn, signature), rounds, seed)
         tables = position_tables(as_rows(sampled.outputs), tokens_law(problem), problem.num_tokens)
         note = (
             f"{problem.description}: {rounds} rounds drawn again with the audit's seed; each "

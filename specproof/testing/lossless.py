@@ -141,9 +141,9 @@ def verifier_outcome(
 
     Every statistical row has false-fail rate <= alpha and power >= 1 - beta against TV >=
     delta (``level``: ``full`` 0.99 against 0.1, ``quick`` 0.9 against 0.2; alpha 1e-6 per
-    row). ``cases`` defaults to :data:`CASES` (:data:`HF_CASES` for ``hf``); ``calls`` adds the audit's repeated-call rows (seeded requests reproduce)."""
+    row). ``cases`` defaults to :data:`CASES` (:data:`HF_CASES` for ``hf``); ``calls`` adds
+    the audit's repeated-call rows (seeded requests reproduce)."""
     chosen = level if isinstance(level, Level) else level_named(level)
-    settings = {"alpha": chosen.alpha, "beta": chosen.beta, "delta": chosen.delta}
     report = audit_verifier(
         verifier,
         signature,
@@ -156,7 +156,9 @@ def verifier_outcome(
         calls=calls,
         robustness=False,
         max_batch=max_batch,
-        **settings,
+        alpha=chosen.alpha,
+        beta=chosen.beta,
+        delta=chosen.delta,
     )
     twin_report = None
     if twin and report.passed:
@@ -169,7 +171,9 @@ def verifier_outcome(
             robustness=False,
             max_batch=max_batch,
             fail_fast=True,
-            **settings,
+            alpha=chosen.alpha,
+            beta=chosen.beta,
+            delta=chosen.delta,
         )
     return Outcome(chosen, report, twin_report)
 
@@ -209,8 +213,14 @@ def engine_outcome(
     passed) of the same engine against the target law shifted by one token id; nothing raised.
     Rates as in :func:`verifier_outcome`."""
     chosen = level if isinstance(level, Level) else level_named(level)
-    settings = {"alpha": chosen.alpha, "beta": chosen.beta, "delta": chosen.delta}
-    report = audit_engine(engine, num_new_tokens=num_new_tokens, seed=seed, **settings)
+    report = audit_engine(
+        engine,
+        num_new_tokens=num_new_tokens,
+        seed=seed,
+        alpha=chosen.alpha,
+        beta=chosen.beta,
+        delta=chosen.delta,
+    )
     twin_report = None
     if twin and report.passed:
         twin_engine = replace(
@@ -219,6 +229,11 @@ def engine_outcome(
             target_probs=shifted_target_probs(engine.target_probs),
         )
         twin_report = audit_engine(
-            twin_engine, num_new_tokens=num_new_tokens, seed=seed + 1, **settings
+            twin_engine,
+            num_new_tokens=num_new_tokens,
+            seed=seed + 1,
+            alpha=chosen.alpha,
+            beta=chosen.beta,
+            delta=chosen.delta,
         )
     return Outcome(chosen, report, twin_report)

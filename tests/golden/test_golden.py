@@ -114,7 +114,8 @@ def validate(value: Any, schema: dict[str, Any], where: str = "$") -> list[str]:
     if "type" in schema:
         allowed = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
         ok = any(
-            isinstance(value, kinds[t]) and not (t in ("integer", "number") and value is True)
+            isinstance(value, kinds[t])
+            and not (t in ("integer", "number") and value is True)
             and not (t in ("integer", "number") and value is False)
             for t in allowed
         )

@@ -7,11 +7,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from plugin import engines
 
 from specproof.audit import examples
 from specproof.testing import assert_engine_lossless, assert_lossless
-
-from plugin import engines
 
 VERIFIERS = {
     "flashinfer": examples.chain_speculative_sampling,

@@ -14,10 +14,10 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
-
 # Imported here so that pytester's in-process runs reuse them (numpy cannot load twice).
 import plugin.engines  # noqa: F401
+import pytest
+
 import specproof.audit.examples
 import specproof.testing.lossless  # noqa: F401
 
@@ -55,9 +55,7 @@ def test_a_correct_verifier_passes_and_its_twin_fails(pytester: pytest.Pytester)
 
 
 def test_a_broken_verifier_fails_with_the_row_table(pytester: pytest.Pytester) -> None:
-    source = VERIFIER_TEST.format(
-        name="biased_chain_speculative_sampling", signature="flashinfer"
-    )
+    source = VERIFIER_TEST.format(name="biased_chain_speculative_sampling", signature="flashinfer")
     result = run_inner(pytester, source)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -113,7 +111,13 @@ def test_a_correct_engine_passes_and_its_twin_fails(pytester: pytest.Pytester) -
 def test_a_broken_engine_fails_with_the_row_table(pytester: pytest.Pytester) -> None:
     result = run_inner(pytester, ENGINE_TEST.format(factory="generate_residual_from_target"))
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*generate_residual_from_target is not lossless*", "*case*check*n*result*verdict*", "*FAIL*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*generate_residual_from_target is not lossless*",
+            "*case*check*n*result*verdict*",
+            "*FAIL*",
+        ]
+    )
 
 
 def test_the_level_option_is_checked_and_shown(pytester: pytest.Pytester) -> None:
