@@ -134,4 +134,4 @@ def engine_report(
 
 
 def _passed(outcome: Outcome) -> bool:
-    return outcome.report.passed and not (outcome.twin is not None and outcome.twin.passed)
+    return outcome.report.passed and not outcome.twin_escaped

@@ -66,6 +66,11 @@ class Outcome:
     twin: AuditReport | None
 
     @property
+    def twin_escaped(self) -> bool:
+        """The twin ran and no row of it failed (a LIMIT or WARN row is no detection)."""
+        return self.twin is not None and not any(r.verdict == "FAIL" for r in self.twin.results)
+
+    @property
     def statistical_rows(self) -> int:
         return sum(1 for r in self.report.results if not r.exact)
 
@@ -91,9 +96,10 @@ def twin_line(outcome: Outcome, label: str) -> str:
     """What the must-fail twin did, in one line."""
     if outcome.twin is None:
         return "must-fail twin: not run (the subject failed, or twin=False)"
-    failed = [r for r in outcome.twin.results if not r.passed]
-    first = failed[0].result() if failed else "no row failed"
-    return f"must-fail twin ({label}): {'FAIL as required' if failed else 'PASSED'} ({first})"
+    failed = [r for r in outcome.twin.results if r.verdict == "FAIL"]
+    if not failed:
+        return f"must-fail twin ({label}): PASSED (no row failed)"
+    return f"must-fail twin ({label}): FAIL as required ({failed[0].result()})"
 
 
 def _settle(outcome: Outcome, label: str) -> Outcome:
@@ -103,7 +109,7 @@ def _settle(outcome: Outcome, label: str) -> Outcome:
             f"{outcome.report.subject} is not lossless "
             f"({outcome.level.promise(outcome.statistical_rows)}):\n{outcome.report.table()}"
         )
-    if outcome.twin is not None and outcome.twin.passed:
+    if outcome.twin_escaped:
         raise TwinPassedError(
             f"the must-fail twin of {outcome.report.subject} ({label}) passed the same check, so "
             "this check cannot tell a wrong law apart (too few rounds, or a subject that ignores "

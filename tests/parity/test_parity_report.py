@@ -96,3 +96,17 @@ def test_intervals_cover_the_exact_law_and_flag_a_wrong_one() -> None:
     assert skewed[0].outside() == [0, 1]
     low, high = clopper_pearson(0, 10, 0.05)
     assert low == 0.0 and high == pytest.approx(1 - 0.025 ** (1 / 10))
+
+
+def test_a_twin_that_passes_turns_the_report_into_an_error(
+    tmp_path: Path, no_matplotlib: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import specproof.testing.lossless as lossless
+
+    monkeypatch.setattr(lossless, "shifted_target_twin", lambda fn, signature: fn)
+    code, lines = report(tmp_path, *VERIFIER, "specproof.audit.examples:rejection_sample")
+    assert code == 1
+    assert lines[0] == (
+        "# ERROR: specproof.audit.examples:rejection_sample: its must-fail twin passed too, "
+        "so this report cannot tell a wrong law apart"
+    )

@@ -120,6 +120,28 @@ def test_a_broken_engine_fails_with_the_row_table(pytester: pytest.Pytester) -> 
     )
 
 
+def test_an_engine_twin_that_passes_makes_the_call_error(pytester: pytest.Pytester) -> None:
+    """The engine twin mocked into the engine checked against the true law: it passes."""
+    source = """
+import specproof.testing.lossless as lossless
+from plugin import engines
+
+def test_mocked(specproof, monkeypatch):
+    monkeypatch.setattr(lossless, "shifted_target_probs", lambda probs: probs)
+    specproof.assert_engine_lossless(
+        engines.generate, engines.target_probs, engines.PROMPT, num_new_tokens=3
+    )
+"""
+    result = run_inner(pytester, source)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*must-fail twin (target law shifted by one token id): PASSED*",
+            "*TwinPassedError: the must-fail twin of generate*passed the same check*",
+        ]
+    )
+
+
 def test_the_level_option_is_checked_and_shown(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_inner="def test_nothing():\n    pass\n")
     shown = pytester.runpytest_inprocess("-p", PLUGIN, "--specproof-level=quick")
