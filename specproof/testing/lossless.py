@@ -109,7 +109,7 @@ def _settle(outcome: Outcome, label: str) -> Outcome:
             f"{outcome.report.subject} is not lossless "
             f"({outcome.level.promise(outcome.statistical_rows)}):\n{outcome.report.table()}"
         )
-    if outcome.twin_escaped:
+    if outcome.twin is not None and outcome.twin_escaped:
         raise TwinPassedError(
             f"the must-fail twin of {outcome.report.subject} ({label}) passed the same check, so "
             "this check cannot tell a wrong law apart (too few rounds, or a subject that ignores "
