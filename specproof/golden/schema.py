@@ -54,6 +54,7 @@ INPUTS = {
         "target_logits",
         "draft_probs",
         "draft_probs_float",
+        "draft_logits",
         "sampling",
     ],
     "properties": {
@@ -64,6 +65,7 @@ INPUTS = {
         "target_logits": _rows(MAYBE_FLOAT),
         "draft_probs": _rows(FRACTION),
         "draft_probs_float": _rows(MAYBE_FLOAT),
+        "draft_logits": _rows(MAYBE_FLOAT),
         "sampling": SAMPLING,
     },
     "additionalProperties": False,

@@ -33,8 +33,8 @@ CONVENTION = (
     "Greedy cases keep drafts while they equal the argmax of the raw target row (ties to the "
     "lowest id) and emit the argmax after. The processed target row is the raw row at the "
     "temperature (p^(1/T) renormalised), then top-k, top-p and min-p in the declared order "
-    "(specproof.reference.filters.filtered). target_logits are ln of the raw rows (null: zero "
-    "mass), for engines that take logits. Fractions are exact strings; *_float fields are the "
+    "(specproof.reference.filters.filtered). target_logits and draft_logits are ln of the rows (null: "
+    "zero mass), for engines that take logits. Fractions are exact strings; *_float fields are the "
     "nearest doubles (null where the string is nan or inf)."
 )
 
@@ -158,6 +158,7 @@ def inputs_of(case: GoldenCase) -> dict[str, Any]:
         "target_logits": logits(case.target),
         "draft_probs": texts(case.draft),
         "draft_probs_float": floats(case.draft),
+        "draft_logits": logits(case.draft),
         "sampling": {
             "temperature": str(s.temperature),
             "temperature_float": float(s.temperature),
