@@ -2,10 +2,12 @@
 
 A twin calls the subject with every target row shifted by one token id (``torch.roll`` along the
 vocabulary, on probabilities and on logits alike, so filters and temperature still apply), which
-is what a verifier that reads the target at the wrong vocabulary offset does. Its output law
-then differs from the law the check expects by far more than the check's delta on the twin's
-case, so a check that still passes the twin has lost its power: too few rounds, or a subject
-that does not depend on the target it is given (a mock, a cached answer).
+is what a verifier that reads the target at the wrong vocabulary offset does. On the twin's
+case (small-vocab, seed 0) a correct verifier's twin has a round law at exact TV 0.587 from the
+law the check expects (``tests/plugin/test_twins.py``), far beyond every level's delta, so the
+check fails it with probability >= its power; a check that still passes the twin has lost its
+power: too few rounds, or a subject that does not depend on the target it is given (a mock, a
+cached answer).
 """
 
 from __future__ import annotations
