@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from fractions import Fraction
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -68,7 +69,7 @@ def check(case: dict[str, Any]) -> list[str]:
 
 
 def main(path: str) -> int:
-    cases = json.loads(open(path).read())["cases"]
+    cases = json.loads(Path(path).read_text())["cases"]
     failed = 0
     for case in cases:
         problems = check(case)
