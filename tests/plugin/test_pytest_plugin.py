@@ -36,6 +36,13 @@ def test_verifier(specproof):
 """
 
 
+@pytest.fixture(autouse=True)
+def explicit_plugin_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inner runs load the plugin by ``-p`` only: where specproof is installed, its entry point
+    would register the same module a second time."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+
 def run_inner(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
     pytester.makepyfile(test_inner=source)
     return pytester.runpytest_inprocess("-p", PLUGIN, "-s", "--specproof-level=quick", *args)
