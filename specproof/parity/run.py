@@ -26,8 +26,8 @@ from specproof.testing.lossless import (
     HF_CASES,
     VERIFIER_TWIN,
     Outcome,
-    _problems,
     engine_outcome,
+    plugin_problems,
     twin_line,
     verifier_outcome,
 )
@@ -81,7 +81,7 @@ def verifier_report(
     if rounds is None:
         notes.append(f"no positions shown: case {plot_case} was not sampled")
     else:
-        (problem,) = _problems((plot_case,), seed, signature)
+        (problem,) = plugin_problems((plot_case,), seed, signature)
         sampled = sample_rounds(problem, verifier_round(fn, signature), rounds, seed)
         tables = position_tables(as_rows(sampled.outputs), tokens_law(problem), problem.num_tokens)
         note = (

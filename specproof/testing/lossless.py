@@ -75,7 +75,8 @@ class Outcome:
         return sum(1 for r in self.report.results if not r.exact)
 
 
-def _problems(names: Collection[str], seed: int, signature: Signature) -> list[TableProblem]:
+def plugin_problems(names: Collection[str], seed: int, signature: Signature) -> list[TableProblem]:
+    """The audit cases called ``names`` (raising ValueError for an unknown one)."""
     battery = verifier_problems(
         seed, large_vocab=PLUGIN_LONG_VOCAB, filter_order=DEFAULT_ORDER[signature]
     )
@@ -154,7 +155,7 @@ def verifier_outcome(
         verifier,
         signature,
         seed=seed,
-        problems=_problems(
+        problems=plugin_problems(
             cases if cases is not None else HF_CASES if signature == "hf" else CASES,
             seed,
             signature,
@@ -172,7 +173,7 @@ def verifier_outcome(
             shifted_target_twin(verifier, signature),
             signature,
             seed=seed + 1,
-            problems=_problems((TWIN_CASE,), seed, signature),
+            problems=plugin_problems((TWIN_CASE,), seed, signature),
             calls=False,
             robustness=False,
             max_batch=max_batch,

@@ -10,12 +10,12 @@ import torch
 from specproof.audit.laws import exact_round_law
 from specproof.audit.problems import TableProblem
 from specproof.testing.levels import LEVELS
-from specproof.testing.lossless import TWIN_CASE, _problems
+from specproof.testing.lossless import TWIN_CASE, plugin_problems
 from specproof.testing.twins import TARGET_ARGUMENT, shifted, shifted_target_twin
 
 
 def test_the_verifier_twin_round_law_is_far_beyond_every_delta() -> None:
-    (problem,) = _problems((TWIN_CASE,), 0, "flashinfer")
+    (problem,) = plugin_problems((TWIN_CASE,), 0, "flashinfer")
     twin = TableProblem("twin", np.roll(problem.target, 1, axis=-1), problem.draft)
     law, twin_law = exact_round_law(problem), exact_round_law(twin)
     tv = 0.5 * sum(abs(law.get(k, 0.0) - twin_law.get(k, 0.0)) for k in set(law) | set(twin_law))
