@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,29 @@ class Section:
     plots: list[str] = field(default_factory=list)
 
 
+def source_commit(where: Path) -> str:
+    """The git commit of the specproof source in use ("+ changes" when its tree differs), or ""
+    outside a clone."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        changes = subprocess.run(
+            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return f"{head} + changes" if changes else head
+
+
 def versions() -> list[tuple[str, str]]:
     import specproof
 
@@ -34,6 +58,9 @@ def versions() -> list[tuple[str, str]]:
         ("platform", platform.platform()),
         ("specproof", f"{specproof.__version__} (from {where})"),
     ]
+    commit = source_commit(where)
+    if commit:
+        out.append(("specproof commit", commit))
     for package in ("torch", "numpy", "scipy", "matplotlib"):
         try:
             out.append((package, metadata.version(package)))
