@@ -7,6 +7,10 @@ specproof audit    run your own verifier or scheduler against exact laws (see
 specproof audit-engine
                    run a whole generate loop (HF transformers' assisted generation, or your
                    own) against the target's law (see `specproof audit-engine --help`)
+specproof golden   write the golden law vectors of chain verification and their JSON Schema
+specproof parity-report
+                   audit a verifier or an engine and write report.md with plots for a pull
+                   request (see `specproof parity-report --help`)
 """
 
 from __future__ import annotations
@@ -55,7 +59,19 @@ def main(argv: list[str] | None = None) -> int:
         help="audit a whole generate loop (see `specproof audit-engine --help`)",
         add_help=False,
     )
+    commands.add_parser("golden", help="write the golden law vectors", add_help=False)
+    commands.add_parser(
+        "parity-report", help="write a parity report for a pull request", add_help=False
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "golden":
+        from specproof.golden.cli import main as golden_main
+
+        return int(golden_main(argv[1:]))
+    if argv and argv[0] == "parity-report":
+        from specproof.parity.cli import main as parity_main
+
+        return int(parity_main(argv[1:]))
     if argv and argv[0] == "audit-engine":
         from specproof.audit.engine.cli import main as engine_main
 

@@ -1,0 +1,6 @@
+"""specproof.golden: golden law vectors for engines that cannot run Python in their tests.
+
+``specproof golden --out DIR`` writes ``chain_vectors.json`` (format version 1) and its JSON
+Schema ``chain_vectors.schema.json``: boundary cases of one chain verification round, with the
+exact law from the reference and the exact outputs for injected uniforms (:mod:`.vectors`).
+"""

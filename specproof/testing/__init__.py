@@ -1,0 +1,22 @@
+"""specproof.testing: the audit as pytest assertions, for an engine's own test suite.
+
+``assert_lossless(verifier, signature=...)`` and ``assert_engine_lossless(generate,
+target_probs, prompt)`` (:mod:`.lossless`), and the pytest plugin (:mod:`.plugin`, registered
+through the ``pytest11`` entry point) that gives tests the ``specproof`` fixture and the
+``--specproof-level`` option. Importing this package or the plugin imports neither torch nor
+the audit: both load on the first call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["TwinPassedError", "assert_engine_lossless", "assert_lossless"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import lossless
+
+        return getattr(lossless, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

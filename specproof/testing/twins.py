@@ -1,0 +1,53 @@
+"""Must-fail twins: the subject under test, handed a deliberately wrong target.
+
+A twin calls the subject with every target row shifted by one token id (``torch.roll`` along the
+vocabulary, on probabilities and on logits alike, so filters and temperature still apply), which
+is what a verifier that reads the target at the wrong vocabulary offset does. On the twin's
+case (small-vocab, seed 0) a correct verifier's twin has a round law at exact TV 0.587 from the
+law the check expects (``tests/plugin/test_twins.py``), far beyond every level's delta, so the
+check fails it with probability >= its power; a check that still passes the twin has lost its
+power: too few rounds, or a subject that does not depend on the target it is given (a mock, a
+cached answer).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+TARGET_ARGUMENT = {"flashinfer": 2, "vllm": 5, "vllm-logits": 5, "hf": 2}
+"""Position of the target rows (probabilities or logits) in each signature's call."""
+
+
+def shifted(rows: torch.Tensor) -> torch.Tensor:
+    """Rows with every entry moved one token id up (the last wraps to id 0)."""
+    return torch.roll(rows, 1, dims=-1)
+
+
+def shifted_target_twin(fn: Callable[..., Any], signature: str) -> Callable[..., Any]:
+    """``fn`` with its target rows shifted by one token id, same signature, same keywords."""
+    if signature not in TARGET_ARGUMENT:
+        raise ValueError(f"unknown signature {signature!r}: one of {', '.join(TARGET_ARGUMENT)}")
+    index = TARGET_ARGUMENT[signature]
+
+    @functools.wraps(fn)
+    def twin(*args: Any, **kwargs: Any) -> Any:
+        args = (*args[:index], shifted(args[index]), *args[index + 1 :])
+        return fn(*args, **kwargs)
+
+    return twin
+
+
+def shifted_target_probs(
+    target_probs: Callable[[torch.Tensor], torch.Tensor],
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """An engine's target law shifted by one token id: the law the engine twin is checked
+    against (the engine's output law is then off by that shift)."""
+
+    def probs(sequences: torch.Tensor) -> torch.Tensor:
+        return shifted(torch.as_tensor(target_probs(sequences)))
+
+    return probs
