@@ -130,7 +130,8 @@ CASES: tuple[GoldenCase, ...] = (
     ),
     GoldenCase(
         "filters-sequential",
-        "top-k 3 then top-p 3/5 on the renormalised top-k law (vLLM, HF transformers)",
+        "top-k 3 then top-p 3/5 on the renormalised top-k law (HF transformers; vLLM's order "
+        "gives the same law when min-p is off)",
         (_r(36, 28, 14, 10, 7, 5), _r(30, 25, 20, 15, 6, 4), _r(40, 20, 15, 10, 10, 5)),
         (_r(1, 1, 1, 1, 1, 1), _r(3, 2, 2, 1, 1, 1)),
         (1, 2),
@@ -145,6 +146,26 @@ CASES: tuple[GoldenCase, ...] = (
         (1, 2),
         Sampling(top_k=3, top_p=F(3, 5), order="joint"),
         uniforms=((_u(7, 7), U * 40),),
+    ),
+    GoldenCase(
+        "min-p-top-p-vllm",
+        "min-p 1/5 then top-p 41/50 on the law min-p renormalised (vLLM): keeps (5/8, 3/8, 0, 0), "
+        "so the draft of token 2 is always rejected",
+        (_r(10, 6, 3, 1), _r(10, 6, 3, 1)),
+        (_r(1, 1, 1, 1),),
+        (2,),
+        Sampling(top_p=F(41, 50), min_p=F(1, 5), order="vllm"),
+        uniforms=((_u(40), U * 20),),
+    ),
+    GoldenCase(
+        "min-p-top-p-sequential",
+        "the same rows with top-p 41/50 first and min-p last (HF transformers): keeps "
+        "(10/19, 6/19, 3/19, 0), so the draft of token 2 is accepted with probability 12/19",
+        (_r(10, 6, 3, 1), _r(10, 6, 3, 1)),
+        (_r(1, 1, 1, 1),),
+        (2,),
+        Sampling(top_p=F(41, 50), min_p=F(1, 5), order="sequential"),
+        uniforms=((_u(40), U * 20),),
     ),
     GoldenCase(
         "temperature-half",
