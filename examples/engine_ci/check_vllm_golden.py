@@ -84,6 +84,9 @@ def main(path: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        print(f"usage: {sys.argv[0]} VECTORS.json (e.g. golden/v1/chain_vectors.json)", file=sys.stderr)
+        print(
+            f"usage: {sys.argv[0]} VECTORS.json (e.g. golden/v1/chain_vectors.json)",
+            file=sys.stderr,
+        )
         sys.exit(2)
     sys.exit(main(sys.argv[1]))
