@@ -136,6 +136,7 @@ def fidelity_rows(
                     delta,
                     fit.verdict,
                     fit.describe(),
+                    power=fit.power,
                 )
             )
     return results

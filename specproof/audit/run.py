@@ -245,6 +245,7 @@ def audit_problem(
                 *stat,
                 fit.verdict,
                 fit.describe(),
+                power=fit.power,
             )
         )
     return rows
@@ -349,8 +350,9 @@ def audit_verifier(
         )
         if guard.abandoned and stopped(timeout):
             hung = problem.name
-        if fail_fast and not report.passed:
+        if fail_fast and report.failed:
             break
+    report.skipped += skipped
     if skipped:
         report.notes.append(
             f"not audited: {', '.join(skipped)} (an hf verifier needs the keywords top_k, "
@@ -399,11 +401,11 @@ def audit_verifier(
             (
                 "nonfinite",
                 "NaN and inf rows (robustness, not a losslessness verdict)",
-                lambda g: nonfinite_rows(g.subject(fn), signature, seed),
+                lambda g: nonfinite_rows(g.subject(fn), signature, seed, max_batch),
             )
         )
     for name, line, rows in sections:
-        if fail_fast and not report.passed:
+        if fail_fast and report.failed:
             break
         if hung:
             not_run.append(name)
@@ -414,6 +416,7 @@ def audit_verifier(
         (report.robustness if name == "nonfinite" else report.results).extend(found)
         if stopped(timeout):
             hung = name
+    report.skipped += not_run
     if hung:
         report.notes.append(
             f"stopped at {hung}: a call of the subject was still running {min(GRACE, timeout):g} s "
