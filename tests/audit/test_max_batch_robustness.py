@@ -61,3 +61,38 @@ def test_a_part_returning_the_wrong_rows_fails_the_row() -> None:
     rows = nonfinite_rows(drops_a_row, "vllm", 0, CAP)
     assert all(r.verdict == "FAIL" for r in rows), [r.summary for r in rows]
     assert all("expected [" in r.summary for r in rows), [r.summary for r in rows]
+
+
+def test_a_drafter_audit_keeps_the_cap_on_the_drafter() -> None:
+    """The drafter is the subject of a drafter audit: its calls were the rounds' chunks (up to
+    2^16 rows). A correct drafter fails no row: each statistical row false-fails with
+    probability <= alpha = 1e-6 (fixed seed)."""
+    from specproof.audit.cases import verifier_problems
+
+    small = next(p for p in verifier_problems(0, 64) if p.name == "small-vocab")
+    sizes: list[int] = []
+
+    def draft(logits: torch.Tensor, temperature: float) -> Any:
+        sizes.append(logits.shape[0])
+        return examples.sample_draft(logits, temperature)
+
+    report = audit_verifier(
+        examples.rejection_sample,
+        "vllm",
+        drafter=draft,
+        problems=[small],
+        delta=0.3,
+        calls=False,
+        max_batch=64,
+    )
+    assert not report.failed, report.table()
+    assert sizes and max(sizes) <= 64, max(sizes)
+
+
+def test_a_capped_drafter_answers_as_the_drafter_does() -> None:
+    from specproof.audit.run import capped_drafter
+
+    logits = torch.randn(10, 7, generator=torch.Generator().manual_seed(0))
+    tokens, probs = capped_drafter(examples.greedy_draft, 3)(logits, 0.7)
+    whole_tokens, whole_probs = examples.greedy_draft(logits, 0.7)
+    assert torch.equal(tokens, whole_tokens) and torch.equal(probs, whole_probs)
