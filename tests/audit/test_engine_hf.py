@@ -61,7 +61,8 @@ def test_target_probs_is_the_law_generate_samples_from() -> None:
 @pytest.mark.parametrize("setup", [tiny.sample_t07, tiny.sample_top_k3], ids=["t0.7", "top-k"])
 def test_installed_transformers_assisted_sampling_passes(setup) -> None:  # type: ignore[no-untyped-def]
     report, _ = verdicts(setup, runs=100)
-    assert report.passed, report.table()
+    # No row fails; 100 runs fall short of the goal power, so the verdict is not a pass.
+    assert not report.failed and report.verdict == "INCONCLUSIVE", report.table()
 
 
 def test_installed_transformers_assisted_greedy_passes_the_greedy_row() -> None:

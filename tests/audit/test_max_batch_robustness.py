@@ -85,8 +85,8 @@ def test_a_drafter_audit_keeps_the_cap_on_the_drafter() -> None:
         calls=False,
         max_batch=64,
     )
-    assert not report.failed, report.table()
     assert sizes and max(sizes) <= 64, max(sizes)
+    assert not report.failed, report.table()
 
 
 def test_a_capped_drafter_answers_as_the_drafter_does() -> None:
