@@ -149,7 +149,9 @@ def parser() -> argparse.ArgumentParser:
         metavar="TOKENS",
         help="also the sequence rows: the law of the stopping time and the mean emitted length "
         "over separate runs of TOKENS new tokens (64 or more; the engine's EOS ends a run), "
-        "against as many runs drawn from the target",
+        "against as many runs drawn from the target; their layout is checked first. TOKENS x "
+        "--tolerance must stay below --delta, and the runs must fit in 4 GiB (checked before "
+        "any run)",
     )
     out.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     return out
