@@ -1,11 +1,15 @@
 """The rules every specproof command keeps about its arguments and exit status.
 
-- 0: every row passed (or the command did what it was asked).
+- 0: every row passed, at the power the report states (or the command did what it was asked).
 - 1: a row failed, and nothing else (a subject that raises, hangs or returns the wrong thing is
   a failed row, printed with the rows already run).
 - 2: usage error, one line on stderr naming the argument, before any work starts.
 - 3: the command itself failed (a bug in specproof, or the report could not be written); the
   message says so, with the traceback below it.
+- 4: inconclusive: no row failed, but the rows did not reach the power the report states as
+  its goal (too few runs or rounds, a row skipped or stopped at a limit of the run); never a
+  pass, and the verdict line gives the power reached. A failed row outranks it (exit 1): a
+  failure is evidence at any power.
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ PASSED = 0
 ROW_FAILED = 1
 USAGE_ERROR = 2
 INTERNAL_ERROR = 3
+INCONCLUSIVE = 4
 
 EXIT_STATUS_HELP = (
     "Exit status: 0 every row passes, 1 a row fails (a subject that raises, hangs or returns "
     "the wrong thing fails a row), 2 usage error (one line, before any work), 3 specproof's "
-    "own failure."
+    "own failure, 4 inconclusive (no row failed, but the rows fall short of the power the "
+    "report states as its goal, or a row was skipped or stopped at a limit: never a pass)."
 )
 
 

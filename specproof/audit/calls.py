@@ -14,11 +14,20 @@ Rows: ``repeat`` (exact): rows with their own seeded generator (vLLM's per-reque
 FlashInfer's ``generator=``) give identical outputs when called again with the same seeds;
 ``unseeded`` (statistical): unseeded rows of two calls agree at the collision rate; ``seeds``
 (statistical): seeded rows of calls with different seeds agree at the collision rate.
+
+Each call gets its own copy of every input tensor: vLLM's sampler divides its logits by the
+temperature in place (``logits.div_`` in ``apply_sampling_constraints``), so a second call on
+the tensors the first one was given would see other logits. The ``inputs`` row says whether the
+verifier wrote into its inputs (informational: vLLM does it on purpose, and each call here had
+its own copy); it never fails the audit.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -28,7 +37,7 @@ from .drafting import Drafts, draft_rounds
 from .errors import VerifierError, out_of_memory
 from .ids import integer_ids
 from .problems import TableProblem
-from .report import CaseResult, exact_row, limit_row
+from .report import INFO, CaseResult, exact_row, limit_row
 from .requests import GREEDY_TEMPERATURE
 from .signatures import (
     DEFAULT_MAX_BATCH,
@@ -43,6 +52,74 @@ from .signatures import (
 from .structure import check_structure
 
 CASE = "calls"
+
+
+def _copy(value: Any) -> Any:
+    """A copy of a tensor (or of the tensors in vLLM's metadata) a call may write into."""
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, SimpleNamespace):
+        return SimpleNamespace(**{k: _copy(v) for k, v in vars(value).items()})
+    return value
+
+
+def _changed(given: Any, original: Any) -> bool:
+    """Whether the call wrote into ``given`` (its copy of ``original``); NaN equals NaN."""
+    if isinstance(given, torch.Tensor):
+        return given.shape != original.shape or not torch.equal(
+            torch.nan_to_num(given, nan=0.0) if given.is_floating_point() else given,
+            torch.nan_to_num(original, nan=0.0) if original.is_floating_point() else original,
+        )
+    if isinstance(given, SimpleNamespace):
+        fields = vars(original)
+        return any(_changed(v, fields.get(k)) for k, v in vars(given).items() if k in fields)
+    return False
+
+
+def _parameter_names(fn: Verifier) -> list[str]:
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+OUTPUT_ARGUMENTS: dict[str, frozenset[int]] = {"flashinfer": frozenset({3, 4})}
+"""Arguments a signature's verifier writes into by contract (FlashInfer's accepted and emitted
+counts): copied like the others, never reported."""
+
+
+def own_copies(fn: Verifier, written: set[str], outputs: frozenset[int] = frozenset()) -> Verifier:
+    """``fn`` called on a fresh copy of every tensor argument, so that a call that writes into
+    its inputs cannot change what the next call is given; the names of the arguments a call
+    wrote into (but those at the positions in ``outputs``) are added to ``written``."""
+    names = _parameter_names(fn)
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        given = [_copy(a) for a in args]
+        given_kwargs = {k: _copy(v) for k, v in kwargs.items()}
+        out = fn(*given, **given_kwargs)
+        for index, (copy, original) in enumerate(zip(given, args, strict=True)):
+            if index not in outputs and _changed(copy, original):
+                written.add(names[index] if index < len(names) else f"argument {index}")
+        written.update(k for k, v in given_kwargs.items() if _changed(v, kwargs[k]))
+        return out
+
+    return call
+
+
+def inputs_row(written: set[str], rows: int) -> CaseResult:
+    """Informational: whether the verifier wrote into the inputs it was given."""
+    if not written:
+        return exact_row(CASE, "inputs", rows, "pass", "no call wrote into its inputs")
+    names = ", ".join(sorted(written))
+    summary = f"writes into its inputs ({names}); each call had its own copy"
+    detail = (
+        f"{CASE}/inputs: the verifier wrote into {names} (as vLLM's sampler divides its logits "
+        "by the temperature in place); informational, not a finding: every call was given its "
+        "own copy, so the rows above test the law, and a caller must not reuse those tensors"
+    )
+    return exact_row(CASE, "inputs", rows, INFO, summary, detail)
 
 
 def rows_needed(alpha: float, beta: float, delta: float) -> int:
@@ -155,6 +232,7 @@ def _rate_row(
         "pass" if passed else "FAIL",
         detail,
         summary=summary,
+        power=1 - miss,
     )
 
 
@@ -183,6 +261,8 @@ def audit_calls(
     drafts = draft_rounds(problem, batch, stream)
     if signature.startswith("vllm") and not problem.seeded:
         raise ValueError(f"{problem.name}: vLLM's calls rows need seeded requests")
+    written: set[str] = set()
+    fn = own_copies(fn, written, OUTPUT_ARGUMENTS.get(signature, frozenset()))
     try:
         if signature.startswith("vllm"):
             logits = signature == "vllm-logits"
@@ -246,6 +326,7 @@ def audit_calls(
         results.append(
             _rate_row("seeds", across, collision, alpha, beta, delta, "differently seeded")
         )
+    results.append(inputs_row(written, batch))
     return results
 
 

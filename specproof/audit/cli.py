@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from specproof.command_rules import (
+    EXIT_STATUS_HELP,
     OneLineParser,
     internal_error,
     output_path_problem,
@@ -134,10 +135,8 @@ def parser() -> argparse.ArgumentParser:
         description=(
             "Audit a chain verifier or drafter (sampled, tested against exact laws from the "
             "reference) or a scheduler (exact laws). MODULE:FN is imported from the current "
-            "directory first, as `python -m` would, then from sys.path (PYTHONPATH). Exit "
-            "status: 0 every row passes, 1 a row fails (a verifier that raises or returns the "
-            "wrong thing fails a row), 2 usage error (one line, before the run), 3 specproof's "
-            "own failure."
+            "directory first, as `python -m` would, then from sys.path (PYTHONPATH). "
+            + EXIT_STATUS_HELP
         ),
     )
     out.add_argument("target", help="the verifier or scheduler to audit, as module:function")

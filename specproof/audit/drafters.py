@@ -100,7 +100,9 @@ def fidelity_rows(
         for index, row in enumerate(llm_rows(seed)):
             probe = torch.as_tensor(fn(row.unsqueeze(0).clone(), temperature)[1]).double()[0]
             big = probe.numpy() >= SMALL_MASS
-            cells = int(big.sum()) + 1
+            # The test's cells: each large token, the small ones pooled, and (with a
+            # tolerance) the cell goodness_of_fit adds for it; n must power all of them.
+            cells = int(big.sum()) + 1 + (1 if tolerance > 0 else 0)
             n = required_samples(delta, alpha, beta, cells, tolerance)
             tokens, reported = _draw(fn, row, temperature, n)
             q, spread = _reported_law(reported)
@@ -136,6 +138,7 @@ def fidelity_rows(
                     delta,
                     fit.verdict,
                     fit.describe(),
+                    power=fit.power,
                 )
             )
     return results

@@ -9,12 +9,13 @@ vocab_size on an all-NaN target row) or the draft it just rejected (a comment on
 an all-NaN draft row makes the recovered token the rejected one). Exact rows (alpha = 0): a
 verifier meeting the rule cannot fail one.
 
-Each case is one call on a mixed batch: even rows finite, odd rows carrying the non-finite row
-at a position that cycles over the verified positions (and the bonus row, where the signature
-has one). Before it the target row equals the draft row, so a correct verifier accepts every
-earlier draft (u * q < p for u < 1) and reaches the corrupted position in every odd row; the two
-mutants above therefore fail on every odd row, not by chance. Probabilities are corrupted where
-the signature takes probabilities, logits where it takes logits.
+Each case is one mixed batch (one call, or one per ``max_batch`` requests): even rows finite,
+odd rows carrying the non-finite row at a position that cycles over the verified positions (and
+the bonus row, where the signature has one). Before it the target row equals the draft row, so a
+correct verifier accepts every earlier draft (u * q < p for u < 1) and reaches the corrupted
+position in every odd row; the two mutants above therefore fail on every odd row, not by chance.
+Probabilities are corrupted where the signature takes probabilities, logits where it takes
+logits.
 """
 
 from __future__ import annotations
@@ -29,7 +30,14 @@ from .errors import VerifierError, out_of_memory
 from .problems import PLACEHOLDER
 from .report import CaseResult, exact_row, limit_row
 from .requests import vllm_metadata
-from .signatures import HF_TEMPERATURE, Signature, Verifier, seed_torch
+from .signatures import (
+    DEFAULT_MAX_BATCH,
+    HF_TEMPERATURE,
+    Signature,
+    Verifier,
+    row_slices,
+    seed_torch,
+)
 from .structure import check_structure, emitted_lengths
 
 CASE = "nonfinite"
@@ -103,10 +111,42 @@ def _corrupt(rows: torch.Tensor, batch: Batch, kind: str) -> torch.Tensor:
 
 
 Call = Callable[[], torch.Tensor]
+PartCall = Callable[[slice], torch.Tensor]
 
 
-def _caller(fn: Verifier, signature: Signature, case: NonFiniteCase, batch: Batch) -> Call:
-    """The call of ``fn`` on the corrupted batch; returns [B, gamma + 1] outputs, -1 padded."""
+def _in_parts(call: PartCall, size: int, max_batch: int) -> Call:
+    """``call`` once per ``max_batch`` rows, the outputs stacked (-1 padded to one width); a
+    part returning another number of rows than it was given is a layout failure."""
+
+    def stacked() -> torch.Tensor:
+        parts = []
+        for rows in row_slices(size, max_batch):
+            out = call(rows)
+            expected = rows.stop - rows.start
+            if out.dim() != 2 or out.shape[0] != expected:
+                raise VerifierError(
+                    f"output has shape {tuple(out.shape)}, expected [{expected}, n + 1] (the "
+                    f"call on requests {rows.start}..{rows.stop - 1})"
+                )
+            parts.append(out.to(torch.int64))
+        width = max(p.shape[1] for p in parts)
+        out = torch.full((size, width), PLACEHOLDER, dtype=torch.int64)
+        for rows, part in zip(row_slices(size, max_batch), parts, strict=True):
+            out[rows, : part.shape[1]] = part
+        return out
+
+    return stacked
+
+
+def _caller(
+    fn: Verifier,
+    signature: Signature,
+    case: NonFiniteCase,
+    batch: Batch,
+    max_batch: int = DEFAULT_MAX_BATCH,
+) -> Call:
+    """The calls of ``fn`` on the corrupted batch, each of at most ``max_batch`` requests;
+    returns [B, gamma + 1] outputs, -1 padded."""
     size = batch.tokens.shape[0]
     draft, target = batch.draft, batch.target
     if case.where == "draft" and signature != "hf":
@@ -115,18 +155,18 @@ def _caller(fn: Verifier, signature: Signature, case: NonFiniteCase, batch: Batc
         target = _corrupt(target, batch, case.kind)
     if signature == "flashinfer":
 
-        def call_flashinfer() -> torch.Tensor:
-            zeros = torch.zeros(size, dtype=torch.int32)
+        def call_flashinfer(rows: slice) -> torch.Tensor:
+            zeros = torch.zeros(rows.stop - rows.start, dtype=torch.int32)
             result = fn(
-                draft.contiguous(),
-                batch.tokens.to(torch.int32),
-                target.contiguous(),
+                draft[rows].contiguous(),
+                batch.tokens[rows].to(torch.int32),
+                target[rows].contiguous(),
                 zeros,
                 zeros.clone(),
             )
             return torch.as_tensor(result[0] if isinstance(result, tuple | list) else result)
 
-        return call_flashinfer
+        return _in_parts(call_flashinfer, size, max_batch)
     if signature in ("vllm", "vllm-logits"):
         verified = target[:, :GAMMA]
         if signature == "vllm-logits":
@@ -135,23 +175,23 @@ def _caller(fn: Verifier, signature: Signature, case: NonFiniteCase, batch: Batc
         bonus = torch.multinomial(
             batch.target[:, GAMMA].double(), 1, generator=torch.Generator().manual_seed(size)
         ).to(torch.int32)
-        cumulative = torch.arange(1, size + 1, dtype=torch.int32) * GAMMA
 
-        def call_vllm() -> torch.Tensor:
+        def call_vllm(rows: slice) -> torch.Tensor:
+            count = rows.stop - rows.start
             return torch.as_tensor(
                 fn(
-                    batch.tokens.reshape(-1).to(torch.int32),
-                    [GAMMA] * size,
+                    batch.tokens[rows].reshape(-1).to(torch.int32),
+                    [GAMMA] * count,
                     GAMMA,
-                    cumulative,
-                    draft.reshape(-1, VOCAB).contiguous(),
-                    verified.reshape(-1, VOCAB).contiguous(),
-                    bonus,
-                    vllm_metadata(size),
+                    torch.arange(1, count + 1, dtype=torch.int32) * GAMMA,
+                    draft[rows].reshape(-1, VOCAB).contiguous(),
+                    verified[rows].reshape(-1, VOCAB).contiguous(),
+                    bonus[rows].contiguous(),
+                    vllm_metadata(count),
                 )
             )
 
-        return call_vllm
+        return _in_parts(call_vllm, size, max_batch)
     scale = HF_TEMPERATURE
     draft_logits = (torch.log(batch.draft.double()) * scale).to(torch.float32)
     target_logits = (torch.log(batch.target.double()) * scale).to(torch.float32)
@@ -189,13 +229,18 @@ def _repeated_rejection(out: torch.Tensor, tokens: torch.Tensor) -> int | None:
 
 
 def nonfinite_row(
-    fn: Verifier, signature: Signature, case: NonFiniteCase, seed: int = 0
+    fn: Verifier,
+    signature: Signature,
+    case: NonFiniteCase,
+    seed: int = 0,
+    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> CaseResult:
     """One exact robustness row (alpha = 0): refused, or well formed without the rejected
-    draft; failed on an id outside 0..V-1, a layout violation or the rejected draft."""
+    draft; failed on an id outside 0..V-1, a layout violation or the rejected draft. Each call
+    carries at most ``max_batch`` requests."""
     batch = finite_batch(case, signature, seed)
     size = batch.tokens.shape[0]
-    call = _caller(fn, signature, case, batch)
+    call = _caller(fn, signature, case, batch, max_batch)
     seed_torch(torch.Generator().manual_seed(seed))
     where = f"{case.where} row {case.kind.replace('-', ' ')}"
     try:
@@ -204,7 +249,7 @@ def nonfinite_row(
         return _failed(case, size, error.message, error.row, batch, None)
     except Exception as error:
         if out_of_memory(error):
-            return limit_row(CASE, case.check, size, size, error)
+            return limit_row(CASE, case.check, size, min(size, max_batch), error)
         message = str(error).splitlines()[0] if str(error) else ""
         return exact_row(
             CASE, case.check, size, "pass", f"refused: {type(error).__name__}: {message}"[:120]
@@ -259,6 +304,9 @@ def _failed(
     return exact_row(CASE, case.check, size, "FAIL", summary, f"{CASE}/{case.check}: {summary}")
 
 
-def nonfinite_rows(fn: Verifier, signature: Signature, seed: int = 0) -> list[CaseResult]:
-    """Every non-finite case, one call each (V = 8, gamma = 3, 12 or 16 requests)."""
-    return [nonfinite_row(fn, signature, case, seed) for case in nonfinite_cases()]
+def nonfinite_rows(
+    fn: Verifier, signature: Signature, seed: int = 0, max_batch: int = DEFAULT_MAX_BATCH
+) -> list[CaseResult]:
+    """Every non-finite case (V = 8, gamma = 3, 12 or 16 requests), in calls of at most
+    ``max_batch`` requests."""
+    return [nonfinite_row(fn, signature, case, seed, max_batch) for case in nonfinite_cases()]

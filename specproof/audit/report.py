@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from specproof.command_rules import PASSED, ROW_FAILED, write_report
+from specproof.command_rules import INCONCLUSIVE, PASSED, ROW_FAILED, write_report
 
 from .guard import abandoned_calls
 
@@ -38,10 +38,20 @@ class CaseResult:
     """The first offending round, for exact failures found while sampling."""
     summary: str = ""
     """A short result for the table (the detail is printed below it)."""
+    power: float | None = None
+    """For statistical rows: the power this row's n reaches against TV >= ``delta`` (the goal
+    is 1 - ``beta``); None for exact rows."""
 
     @property
     def passed(self) -> bool:
         return self.verdict == "pass"
+
+    @property
+    def short_of_power(self) -> bool:
+        """A statistical row whose n does not reach its goal power 1 - beta against delta."""
+        if self.exact or self.power is None or self.beta is None:
+            return False
+        return self.power < (1 - self.beta) - POWER_SLACK
 
     @property
     def exact(self) -> bool:
@@ -79,6 +89,15 @@ def exact_row(
 
 LIMIT = "LIMIT"
 """Verdict of a row the run could not complete for a limit of its own (never a pass)."""
+WARN = "warn"
+"""Verdict of a coverage warning: it neither passes nor fails the audit."""
+INFO = "info"
+"""Verdict of an informational row (a fact about the subject that is not a finding): it
+neither passes nor fails the audit."""
+INFORMATIONAL = (WARN, INFO)
+POWER_SLACK = 1e-9
+"""Float rounding between the n a goal needs and the power recomputed at that n."""
+PASS, FAIL, UNDECIDED = "PASS", "FAIL", "INCONCLUSIVE"
 
 
 def limit_row(
@@ -105,11 +124,71 @@ class AuditReport:
     notes: list[str] = field(default_factory=list)
     robustness: list[CaseResult] = field(default_factory=list)
     """Rows on input no law is defined for (non-finite rows): never a losslessness verdict."""
+    skipped: list[str] = field(default_factory=list)
+    """Cases or sections the run did not audit (the subject cannot receive their inputs, or
+    the run stopped before them): the verdict cannot be a pass."""
+
+    def _rows(self) -> list[CaseResult]:
+        return [r for r in [*self.results, *self.robustness] if r.verdict not in INFORMATIONAL]
+
+    @property
+    def failed(self) -> bool:
+        """A row failed: evidence against the subject, whatever the power of the others."""
+        return any(r.verdict == "FAIL" for r in self._rows())
+
+    def shortfalls(self) -> list[str]:
+        """Why the rows do not show what the report states as its goal (empty: they do)."""
+        reasons = []
+        if not [r for r in self.results if r.verdict not in INFORMATIONAL]:
+            reasons.append("no row was run")
+        weak = [r for r in self._rows() if r.short_of_power]
+        if weak:
+            names = ", ".join(
+                f"{r.check if r.case == self.subject else f'{r.case}/{r.check}'} {r.power:.4f}"
+                for r in weak[:4]
+            )
+            more = f", ... {len(weak)} rows" if len(weak) > 4 else ""
+            reasons.append(f"rows below their goal power: {names}{more}")
+        limits = [r for r in self._rows() if r.verdict == LIMIT]
+        if limits:
+            reasons.append(f"{len(limits)} row(s) stopped at a limit of the run")
+        if self.skipped:
+            reasons.append(f"not audited: {', '.join(self.skipped)}")
+        return reasons
+
+    @property
+    def verdict(self) -> str:
+        """FAIL (a row failed), INCONCLUSIVE (none failed, but the rows fall short of the
+        stated power or some were not run) or PASS."""
+        if self.failed:
+            return FAIL
+        return UNDECIDED if self.shortfalls() else PASS
 
     @property
     def passed(self) -> bool:
-        rows = [*self.results, *self.robustness]
-        return bool(self.results) and all(r.passed for r in rows)
+        return self.verdict == PASS
+
+    def power_reached(self) -> CaseResult | None:
+        """The statistical row of least power (what the whole run shows), or None."""
+        rows = [r for r in self._rows() if not r.exact and r.power is not None]
+        return min(rows, key=lambda r: r.power or 0.0, default=None)
+
+    def verdict_line(self) -> str:
+        verdict = self.verdict
+        weakest = self.power_reached()
+        if verdict != FAIL and weakest is not None and weakest.beta is not None:
+            verdict += (
+                f", power reached {weakest.power:.4f} against TV >= {weakest.delta:g} (goal "
+                f"{1 - weakest.beta:g})"
+            )
+        if self.robustness:
+            checked = [r for r in self.results if r.verdict not in INFORMATIONAL]
+            law = "pass" if checked and all(r.passed for r in checked) else "FAIL"
+            if not self.failed and law == "FAIL":
+                law = "not shown"
+            sound = "pass" if all(r.passed for r in self.robustness) else "FAIL"
+            verdict += f" (law rows: {law}; robustness rows: {sound})"
+        return f"{self.kind} {self.subject}: {verdict} ({self.seconds:.1f} s)"
 
     def table(self) -> str:
         header = ("case", "check", "n", "result", "verdict")
@@ -134,10 +213,12 @@ class AuditReport:
         footer = list(self.notes)
         statistical = [r for r in self.results if not r.exact and r.beta is not None]
         settings = sorted({(r.alpha, r.beta or 0.0, r.delta or 0.0) for r in statistical})
+        short = any(r.short_of_power for r in statistical)
         for alpha, beta, delta in sorted(settings, key=lambda s: -s[2]):
             which = "" if len(settings) == 1 else f" ({_cases(statistical, delta)})"
+            gives = "goal (not reached by every row)" if short else "n gives"
             footer.append(
-                f"statistical rows{which}: false-fail rate <= alpha = {alpha:g} each; n gives "
+                f"statistical rows{which}: false-fail rate <= alpha = {alpha:g} each; {gives} "
                 f"power >= 1 - beta = {1 - beta:g} against TV >= delta = {delta:g}"
             )
         if any(r.exact for r in self.results):
@@ -148,12 +229,12 @@ class AuditReport:
                 f"{len(limits)} row(s) stopped at a harness-side limit (out of memory): not "
                 "verdicts on the subject, and not passes; rerun with a smaller --max-batch"
             )
-        verdict = "PASS" if self.passed else "FAIL"
-        if self.robustness:
-            law = "pass" if self.results and all(r.passed for r in self.results) else "FAIL"
-            sound = "pass" if all(r.passed for r in self.robustness) else "FAIL"
-            verdict += f" (law rows: {law}; robustness rows: {sound})"
-        footer.append(f"{self.kind} {self.subject}: {verdict} ({self.seconds:.1f} s)")
+        if self.verdict == UNDECIDED:
+            footer.append(
+                "inconclusive, not a pass: " + "; ".join(self.shortfalls()) + " (more runs or "
+                "rounds reach the goal)"
+            )
+        footer.append(self.verdict_line())
         return "\n".join(lines + notes + footer)
 
     def as_dict(self) -> dict[str, Any]:
@@ -161,6 +242,9 @@ class AuditReport:
             "subject": self.subject,
             "kind": self.kind,
             "passed": self.passed,
+            "verdict": self.verdict,
+            "power": None if (weakest := self.power_reached()) is None else weakest.power,
+            "shortfalls": self.shortfalls(),
             "seconds": self.seconds,
             "notes": self.notes,
             "results": [{**asdict(r), "passed": r.passed} for r in self.results],
@@ -175,11 +259,11 @@ def _cases(rows: list[CaseResult], delta: float) -> str:
 
 def publish(prog: str, report: AuditReport, json_path: str | None) -> int:
     """Print ``report``, write it to ``json_path`` if given, and return the exit status (the
-    command rule: 1 a row failed; a report that could not be written is specproof's own
-    failure). After an abandoned call the process exits here: a hung call cannot be stopped
-    and would keep the interpreter from exiting."""
+    command rule: 1 a row failed, 4 inconclusive; a report that could not be written is
+    specproof's own failure). After an abandoned call the process exits here: a hung call
+    cannot be stopped and would keep the interpreter from exiting."""
     print(report.table())
-    code = PASSED if report.passed else ROW_FAILED
+    code = {PASS: PASSED, FAIL: ROW_FAILED, UNDECIDED: INCONCLUSIVE}[report.verdict]
     if json_path:
         failed = write_report(prog, json_path, json.dumps(report.as_dict(), indent=2) + "\n")
         if failed is None:

@@ -9,10 +9,13 @@ the TV of that joint law, which the row detects with power >= 1 - beta once it r
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
+
+import torch
 
 from specproof.reference import (
     BlockRule,
@@ -42,7 +45,7 @@ from .rounds import (
     round_counts,
     sample_rounds,
 )
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, row_slices
 
 DEFAULT_ALPHA = 1e-6
 DEFAULT_BETA = 1e-4
@@ -245,6 +248,7 @@ def audit_problem(
                 *stat,
                 fit.verdict,
                 fit.describe(),
+                power=fit.power,
             )
         )
     return rows
@@ -269,6 +273,28 @@ def subject_rows(
         return [exact_row(case, "runs", None, "FAIL", detail)]
     finally:
         guard.close()
+
+
+def capped_drafter(drafter: DraftFn, max_batch: int) -> DraftFn:
+    """``drafter`` called on at most ``max_batch`` logits rows at a time (each row is a request
+    of its own), the answers put back together; a call within the cap is passed through."""
+
+    @functools.wraps(drafter)
+    def call(logits: torch.Tensor, temperature: float, **kwargs: Any) -> Any:
+        if logits.shape[0] <= max_batch:
+            return drafter(logits, temperature, **kwargs)
+        parts = [
+            drafter(logits[rows], temperature, **kwargs)
+            for rows in row_slices(logits.shape[0], max_batch)
+        ]
+        malformed = [p for p in parts if not (isinstance(p, tuple | list) and len(p) == 2)]
+        if malformed:
+            return malformed[0]  # refused where the answer is checked
+        tokens = torch.cat([torch.as_tensor(p[0]).reshape(-1) for p in parts])
+        probs = torch.cat([torch.as_tensor(p[1]).reshape(-1, logits.shape[-1]) for p in parts])
+        return tokens, probs
+
+    return call
 
 
 def stopped(timeout: float) -> bool:
@@ -305,12 +331,15 @@ def audit_verifier(
     marking greedy rows in vLLM's metadata; ``calls`` adds the repeated-call rows
     (:mod:`specproof.audit.calls`); ``robustness`` the non-finite rows, kept apart in
     ``report.robustness`` (:mod:`specproof.audit.nonfinite`; not for drafter audits);
-    ``max_batch``: the most requests one verifier call carries (more calls, same rounds);
+    ``max_batch``: the most requests one call of the verifier or the drafter carries (more
+    calls, same rounds);
     ``filter_order`` is the order in which the engine combines top-k and top-p (default: that
     of the signature's engine, :data:`.filters.DEFAULT_ORDER`), used when ``problems`` is not
     given."""
     start = time.perf_counter()
     kind = f"{signature} verifier" if drafter is None else f"drafter (verified by {signature})"
+    if drafter is not None:
+        drafter = capped_drafter(drafter, max_batch)
     report = AuditReport(subject or _name(drafter or fn), kind)
     order = filter_order or DEFAULT_ORDER[signature]
     skipped: list[str] = []
@@ -349,8 +378,9 @@ def audit_verifier(
         )
         if guard.abandoned and stopped(timeout):
             hung = problem.name
-        if fail_fast and not report.passed:
+        if fail_fast and report.failed:
             break
+    report.skipped += skipped
     if skipped:
         report.notes.append(
             f"not audited: {', '.join(skipped)} (an hf verifier needs the keywords top_k, "
@@ -399,11 +429,11 @@ def audit_verifier(
             (
                 "nonfinite",
                 "NaN and inf rows (robustness, not a losslessness verdict)",
-                lambda g: nonfinite_rows(g.subject(fn), signature, seed),
+                lambda g: nonfinite_rows(g.subject(fn), signature, seed, max_batch),
             )
         )
     for name, line, rows in sections:
-        if fail_fast and not report.passed:
+        if fail_fast and report.failed:
             break
         if hung:
             not_run.append(name)
@@ -414,6 +444,7 @@ def audit_verifier(
         (report.robustness if name == "nonfinite" else report.results).extend(found)
         if stopped(timeout):
             hung = name
+    report.skipped += not_run
     if hung:
         report.notes.append(
             f"stopped at {hung}: a call of the subject was still running {min(GRACE, timeout):g} s "

@@ -109,7 +109,7 @@ def test_the_calls_rows() -> None:
     options = {"alpha": 1e-6, "beta": 1e-4, "delta": 0.2, "seed": 0}
     good = audit_calls(examples.rejection_sample, "vllm", problem, **options)  # type: ignore[arg-type]
     assert all(r.passed for r in good)
-    assert {r.check for r in good} == {"unseeded", "repeat", "seeds"}
+    assert {r.check for r in good} == {"unseeded", "repeat", "seeds", "inputs"}
     restarts = audit_calls(identical_streams, "vllm", problem, **options)  # type: ignore[arg-type]
     assert {r.check for r in restarts if not r.passed} == {"unseeded"}
     ignores = audit_calls(_without_generators, "vllm", problem, **options)  # type: ignore[arg-type]

@@ -29,7 +29,10 @@ def one_thread() -> None:
 def test_e2e_decoders_pass_audit_engine(name: str) -> None:
     engine = E2E_DECODERS[name]()
     report = audit_engine(engine, runs=20 if engine.greedy else 200, alpha=ALPHA, delta=DELTA)
-    assert report.passed, report.table()
+    # No row fails; a sampled engine's 200 runs fall short of the goal power (inconclusive),
+    # a greedy engine's rows are exact.
+    assert not report.failed, report.table()
+    assert report.verdict == ("PASS" if engine.greedy else "INCONCLUSIVE"), report.table()
     coverage = report.results[-1]
     assert coverage.check == "coverage" and coverage.verdict == "pass", coverage.detail
 

@@ -81,11 +81,12 @@ def test_ids_that_are_not_integers_fail_the_generate_row(wrong: Any, reason: str
 
 
 def test_integer_ids_of_any_integer_type_are_accepted() -> None:
-    """A correct engine passes: each statistical row false-fails with probability <= alpha =
-    1e-6 (the default; fixed seeds, so the outcome is reproducible)."""
+    """A correct engine fails no row: each statistical row false-fails with probability <=
+    alpha = 1e-6 (the default; fixed seeds, so the outcome is reproducible). At this helper's
+    few runs the rows fall short of their goal power, so the verdict is inconclusive."""
     kinds = [list, tuple, np.asarray, torch.tensor, lambda t: torch.tensor([t])]
     report = audit(lambda p, n, s: kinds[s % len(kinds)](draw(p, n, s)))
-    assert report.passed, report.table()
+    assert not report.failed and report.verdict == "INCONCLUSIVE", report.table()
 
 
 def test_a_generate_that_raises_is_a_fail_row_counting_the_runs_before_it() -> None:

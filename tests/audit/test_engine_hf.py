@@ -61,7 +61,8 @@ def test_target_probs_is_the_law_generate_samples_from() -> None:
 @pytest.mark.parametrize("setup", [tiny.sample_t07, tiny.sample_top_k3], ids=["t0.7", "top-k"])
 def test_installed_transformers_assisted_sampling_passes(setup) -> None:  # type: ignore[no-untyped-def]
     report, _ = verdicts(setup, runs=100)
-    assert report.passed, report.table()
+    # No row fails; 100 runs fall short of the goal power, so the verdict is not a pass.
+    assert not report.failed and report.verdict == "INCONCLUSIVE", report.table()
 
 
 def test_installed_transformers_assisted_greedy_passes_the_greedy_row() -> None:
@@ -143,7 +144,8 @@ def test_cli_fails_a_mutant_with_exit_status_1_and_writes_json(
 
 def test_gpu_recipe_glue_on_a_cpu_engine() -> None:
     """The recipe's batched engine, with transformers' plain sampling loop standing in for
-    vLLM's batch generate (one request per prompt, each seeded), passes."""
+    vLLM's batch generate (one request per prompt, each seeded), fails no row (100 runs fall
+    short of the goal power, so the verdict is inconclusive, not a pass)."""
     target, _, _ = tiny.assisted()
     sampling = {"do_sample": True, "temperature": 0.7}
 
@@ -158,7 +160,7 @@ def test_gpu_recipe_glue_on_a_cpu_engine() -> None:
 
     engine = batched_engine("recipe", generate_batch, target, sampling, tiny.PROMPT, batch=50)
     report = audit_engine(engine, runs=100, alpha=ALPHA, delta=DELTA)
-    assert report.passed, report.table()
+    assert not report.failed and report.verdict == "INCONCLUSIVE", report.table()
 
 
 def test_cli_refuses_generate_without_target_probs(capsys: pytest.CaptureFixture[str]) -> None:

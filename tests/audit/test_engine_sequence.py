@@ -98,6 +98,8 @@ def test_the_drift_mutant_fails_both_sequence_rows() -> None:
         drift_mutant(), TOKENS, alpha=ALPHA, beta=BETA, delta=0.15, tolerance=tolerance
     )
     n = cost["runs"]
+    assert [(r.check, r.verdict) for r in rows[:1]] == [("layout", "pass")]
+    rows = rows[1:]
     for row, gap in zip(rows, (exact_tv / 2, shift), strict=True):
         assert row.bound is not None and gap > row.bound
         assert math.exp(-((gap - row.bound) ** 2) * n) <= BETA, (row.check, gap, row.bound)
@@ -115,14 +117,13 @@ def test_the_drift_stays_below_the_per_position_rows() -> None:
 @pytest.mark.slow
 def test_cli_sequence_rows_and_their_cost_note(tmp_path: Path) -> None:
     """The wiring: --sequence adds the stop and length rows and a note of their cost (the
-    correct engine at delta = 0.3: exit status 0 with probability >= 1 - 11 x 1e-6)."""
+    correct engine at delta = 0.3, every row at the runs that power it: exit status 0 with
+    probability >= 1 - 11 x 1e-6)."""
     out = tmp_path / "report.json"
     status = main(
         [
             "--engine",
             "specproof.audit.engine.sequence_examples:long_engine",
-            "--runs",
-            "200",
             "--delta",
             "0.3",
             "--sequence",
@@ -135,7 +136,7 @@ def test_cli_sequence_rows_and_their_cost_note(tmp_path: Path) -> None:
     assert status == 0
     report = json.loads(out.read_text())
     checks = [r["check"] for r in report["results"]]
-    assert checks[-2:] == ["stop", "length"]
+    assert checks[-3:] == ["layout", "stop", "length"]
     assert any(note.startswith("sequence rows: 1") for note in report["notes"])
 
 

@@ -55,11 +55,11 @@ def test_compat_verifier_passes_the_audit(path: str, signature: str) -> None:
     assert ({"greedy", "mixed", "greedy-ties", "requests"} <= cases) == (signature == "vllm")
     checks = {"layout", "support", "round", "tokens", "length"}
     positions = {f"position {j}" for j in range(1, 10)}
-    calls = {"unseeded", "repeat", "seeds"}
+    calls = {"unseeded", "repeat", "seeds", "inputs"}
     assert {row.check for row in report.results} == checks | positions | calls
     for row in report.results:
         assert row.n is not None
-        if row.check in ("layout", "support", "repeat"):
+        if row.check in ("layout", "support", "repeat", "inputs"):
             assert row.alpha == 0  # exact checks
         else:
             assert row.alpha == ALPHA and row.beta == BETA and row.delta == DELTA

@@ -12,7 +12,7 @@ import torch
 from ..guard import TIMEOUT_CHECK, Guard, SubjectFailure
 from ..report import AuditReport, CaseResult, exact_row
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, rounds_needed
-from .coverage import WARN, coverage_row
+from .coverage import coverage_row
 from .laws import first_tokens_law, next_token_rows
 from .outputs import checked_rows, emission_of, emissions_of
 from .rows import (
@@ -97,8 +97,11 @@ def target_vocab(probs: Callable[[torch.Tensor], torch.Tensor], engine: Engine) 
     return vocab
 
 
-def check_plan(engine: Engine, vocab: int, runs: int, num_new_tokens: int) -> None:
-    """Refuse, before any run, an EOS outside the vocabulary and rows too large to hold."""
+def check_plan(
+    engine: Engine, vocab: int, runs: int, num_new_tokens: int, sequence_tokens: int | None = None
+) -> None:
+    """Refuse, before any run, an EOS outside the vocabulary and rows too large to hold (the
+    sequence rows' target answers included)."""
     outside = sorted(t for t in engine.eos_ids if not 0 <= t < vocab)
     if outside:
         raise SetupError(
@@ -112,6 +115,12 @@ def check_plan(engine: Engine, vocab: int, runs: int, num_new_tokens: int) -> No
             f"of target rows, more than the {MAX_ROW_BYTES / 2**30:g} GiB allowed: ask for fewer "
             "tokens or runs",
         )
+    if sequence_tokens:
+        from .sequence import simulation_problem
+
+        problem = simulation_problem(len(engine.prompt), sequence_tokens, vocab)
+        if problem:
+            raise SetupError("sequence", problem)
 
 
 def sample_runs(
@@ -170,12 +179,8 @@ def teacher_forced_rows(
 
 
 class EngineReport(AuditReport):
-    """An audit report whose coverage warnings inform but do not fail."""
-
-    @property
-    def passed(self) -> bool:
-        checked = [r for r in self.results if r.verdict != WARN]
-        return bool(checked) and all(r.passed for r in checked)
+    """An audit report of an engine (its coverage warnings inform but do not fail, as in
+    every report)."""
 
 
 def exact_tokens_for(vocab: int, num_new_tokens: int) -> int:
@@ -223,6 +228,12 @@ def audit_engine(
     start = time.perf_counter()
     if sequence_tokens and not engine.eos_ids:
         raise SetupError("eos", "the sequence rows need the engine's EOS (it has none)")
+    if sequence_tokens:
+        from .sequence import sequence_problem
+
+        problem = sequence_problem(sequence_tokens, alpha, beta, delta, tolerance)
+        if problem:
+            raise SetupError("sequence", problem)
     guard = Guard(timeout)
     probs = guarded_probs(guard, engine)
     report = EngineReport(engine.name, "engine", notes=list(engine.notes))
@@ -242,7 +253,7 @@ def audit_engine(
             if not engine.greedy:
                 uniform = dict.fromkeys(range(bins), 1 / bins)  # the PIT rows' law
                 planned = rounds_needed([uniform, law or {(): 1.0}], alpha, beta, delta, tolerance)
-        check_plan(engine, vocab, planned, num_new_tokens)
+        check_plan(engine, vocab, planned, num_new_tokens, sequence_tokens)
         prompts = run_prompts(engine, planned, vocab, seed)
         emitted = sample_runs(engine, prompts, num_new_tokens, seed, bars, guard)
         report.results.append(layout_row(case, emitted, vocab, engine.eos_ids, num_new_tokens))
@@ -251,7 +262,9 @@ def audit_engine(
             report.results += law_rows(case, engine, emitted, rows, law, exact_tokens, settings,
                                        num_new_tokens, seed)  # fmt: skip
             if sequence_tokens:
-                add_sequence_rows(report, engine, sequence_tokens, settings, seed, bars, guard)
+                add_sequence_rows(
+                    report, engine, sequence_tokens, settings, seed, bars, guard, probs
+                )
     except SubjectFailure as failure:
         if failure.runs_done is None:  # before sampling (0) or after it (every run)
             failure.runs_done = report.results[0].n if report.results else 0
@@ -296,8 +309,10 @@ def add_sequence_rows(
     seed: int,
     bars: Bars | None,
     guard: Guard,
+    probs: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> None:
-    """The stop and length rows over long runs, and a note of what they cost."""
+    """The layout, stop and length rows over long runs, and a note of what they cost;
+    ``probs``: the 4-token rows' guarded ``target_probs`` (one V for every answer)."""
     from .sequence import timed_sequence_rows
 
     if engine.greedy:
@@ -313,6 +328,7 @@ def add_sequence_rows(
         seed=seed,
         bars=bars,
         guard=guard,
+        target_probs=probs,
     )
     report.results += rows
     report.notes.append(

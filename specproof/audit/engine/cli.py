@@ -149,7 +149,9 @@ def parser() -> argparse.ArgumentParser:
         metavar="TOKENS",
         help="also the sequence rows: the law of the stopping time and the mean emitted length "
         "over separate runs of TOKENS new tokens (64 or more; the engine's EOS ends a run), "
-        "against as many runs drawn from the target",
+        "against as many runs drawn from the target; their layout is checked first. TOKENS x "
+        "--tolerance must stay below --delta, and the runs must fit in 4 GiB (checked before "
+        "any run)",
     )
     out.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     return out
@@ -199,7 +201,12 @@ def _made(path: str, option: str) -> Any:
 
 def setup_option(args: argparse.Namespace, error: SetupError) -> str:
     """The option a :class:`SetupError` is about, as the user gave it."""
-    given = {"prompt": "--prompt", "eos": "--eos", "tokens": "--tokens (or --runs)"}
+    given = {
+        "prompt": "--prompt",
+        "eos": "--eos",
+        "tokens": "--tokens (or --runs)",
+        "sequence": f"--sequence {args.sequence}",
+    }
     if args.engine:
         return f"--engine {args.engine}"
     if args.hf and error.argument == "eos":
@@ -213,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         return usage_error(PROG, "--delta must exceed --tolerance")
     if args.json and (problem := output_path_problem("--json", args.json)):
         return usage_error(PROG, problem)
+    if args.sequence:
+        from .sequence import sequence_problem
+
+        reason = sequence_problem(args.sequence, args.alpha, args.beta, args.delta, args.tolerance)
+        if reason:
+            return usage_error(PROG, f"--sequence {args.sequence}: {reason}")
     import torch
 
     torch.set_num_threads(1)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ..report import CaseResult, exact_row
+from ..report import WARN, CaseResult, exact_row
 from .subject import Emission
 
-WARN = "warn"
+__all__ = ["WARN", "coverage_row", "untaken_paths"]
 
 
 def _histogram(counter: Counter[int]) -> str:

@@ -44,7 +44,7 @@ def entry(
         "kind": kind,
         "control": control,
         "settings": dict(settings or {}),
-        "verdict": "PASS" if report.passed else "FAIL",
+        "verdict": report.verdict,
         "coverage": coverage,
         "seconds": round(report.seconds if seconds is None else seconds, 1),
         "report": report.as_dict(),

@@ -57,7 +57,8 @@ def tested_row(
 
 
 def fit_row(case: str, check: str, fit: FitResult, settings: Settings) -> CaseResult:
-    """A statistical row; beta is the miss rate this n actually achieves against delta."""
+    """A statistical row: beta is the goal's miss rate, ``power`` what this n reaches against
+    delta (short of 1 - beta, the report is inconclusive)."""
     power = fit.power
     relation = ">=" if fit.rejected else "<"
     return CaseResult(
@@ -67,7 +68,7 @@ def fit_row(case: str, check: str, fit: FitResult, settings: Settings) -> CaseRe
         tv_estimate=fit.tv_estimate,
         bound=fit.bound,
         alpha=settings.alpha,
-        beta=max(settings.beta, 1 - power),
+        beta=settings.beta,
         delta=settings.delta,
         verdict=fit.verdict,
         detail=fit.describe(),
@@ -75,6 +76,7 @@ def fit_row(case: str, check: str, fit: FitResult, settings: Settings) -> CaseRe
             f"TV estimate {fit.tv_estimate:.4f} {relation} bound {fit.bound:.4f}, "
             f"{fit.cells} cells (power {power:.4f} at TV {settings.delta:g})"
         ),
+        power=power,
     )
 
 

@@ -20,6 +20,12 @@ parameters (the target's law is not enumerable over 64 tokens), and compare them
   power against a shift of the mean by delta x ``tokens`` follows as above.
 
 Both rows take m = n runs, the n that gives power >= 1 - beta at delta (:func:`runs_needed`).
+
+The long runs are checked as the 4-token runs are before any statistics (a ``layout`` row: ids
+in 0..V-1, nothing after EOS, ``tokens`` tokens unless an EOS ends the run sooner), and every
+answer of ``target_probs`` in the simulation goes through the same guard (a raise, a non-finite
+or negative row, a changed V or a call past the time limit is a FAIL row of its own). The
+arguments are checked before any run (:func:`sequence_problem`, :func:`simulation_problem`).
 """
 
 from __future__ import annotations
@@ -33,9 +39,10 @@ import torch
 
 from specproof.stats import hoeffding_threshold
 
-from ..guard import Guard
+from ..guard import Guard, SubjectFailure
 from ..report import CaseResult
 from .laws import probability_rows
+from .rows import layout_row
 from .subject import Emission, Engine, TargetProbs
 
 SEQUENCE_TOKENS = 64
@@ -43,7 +50,11 @@ SEQUENCE_TOKENS = 64
 STOP_BINS = 8
 """Equal-width bins of the stopping time over 1..tokens; a ninth cell holds "no EOS"."""
 SIMULATION_BATCH = 512
-"""Target runs drawn together (one teacher-forced call per token for the whole batch)."""
+"""Target runs drawn together (one teacher-forced call per token for the whole batch), fewer
+where one answer of the target would pass :data:`MAX_ANSWER_BYTES`."""
+MAX_ANSWER_BYTES = 4 << 30
+"""The largest answer of ``target_probs`` the simulation asks for ([B, L, V] in float64, as it
+is checked), and the largest total of the runs' ids (8 bytes each, engine and target runs)."""
 
 
 def stop_cell(tokens: Sequence[int], eos: frozenset[int], length: int) -> int:
@@ -67,6 +78,49 @@ def runs_needed(delta: float, alpha: float, beta: float, tolerance: float = 0.0)
     return math.ceil((root / margin) ** 2)
 
 
+def sequence_problem(tokens: int, alpha: float, beta: float, delta: float, tolerance: float) -> str:
+    """Why sequence rows of ``tokens`` tokens cannot run at these settings ("" when they can),
+    known before any run: their tolerance (``tokens`` x ``tolerance``) must stay below delta,
+    and the runs' ids must fit in :data:`MAX_ANSWER_BYTES`."""
+    if tokens < 1:
+        return f"{tokens} tokens: need at least 1"
+    spread = tokens * tolerance
+    if spread >= delta:
+        return (
+            f"{tokens} tokens x tolerance {tolerance:g} = {spread:g} is the sequence rows' "
+            f"tolerance, and it must stay below delta {delta:g}: ask for fewer tokens, a larger "
+            "delta or a smaller tolerance"
+        )
+    runs = runs_needed(delta, alpha, beta, spread)
+    size = 2 * runs * tokens * 8
+    if size > MAX_ANSWER_BYTES:
+        return (
+            f"{runs} engine runs and as many target runs of up to {tokens} tokens need "
+            f"{size / 2**30:.3g} GiB of ids, more than the {MAX_ANSWER_BYTES / 2**30:g} GiB "
+            "allowed: ask for fewer tokens or a larger delta"
+        )
+    return ""
+
+
+def simulation_batch(prompt: int, tokens: int, vocab: int) -> int:
+    """Target runs drawn together: at most SIMULATION_BATCH, and an answer of at most
+    :data:`MAX_ANSWER_BYTES` for the longest context (0 when one run alone passes it)."""
+    per_run = (prompt + tokens) * vocab * 8
+    return min(SIMULATION_BATCH, MAX_ANSWER_BYTES // per_run)
+
+
+def simulation_problem(prompt: int, tokens: int, vocab: int) -> str:
+    """Why the target simulation cannot run at V = ``vocab`` ("" when it can)."""
+    if simulation_batch(prompt, tokens, vocab) >= 1:
+        return ""
+    size = (prompt + tokens) * vocab * 8
+    return (
+        f"{tokens} tokens after a prompt of {prompt} at V = {vocab} need target rows of "
+        f"{size / 2**30:.3g} GiB for a single run, more than the "
+        f"{MAX_ANSWER_BYTES / 2**30:g} GiB allowed: ask for fewer tokens"
+    )
+
+
 def simulate_target(
     target_probs: TargetProbs,
     prompt: Sequence[int],
@@ -75,12 +129,14 @@ def simulate_target(
     runs: int,
     rng: np.random.Generator,
     progress: Callable[[int, int], None] | None = None,
+    batch: int = SIMULATION_BATCH,
 ) -> list[tuple[int, ...]]:
     """``runs`` generations drawn from the target alone: each token from ``target_probs`` after
-    the prompt and the tokens so far (inverse CDF in float64), a run ending at EOS."""
+    the prompt and the tokens so far (inverse CDF in float64), a run ending at EOS; ``batch``
+    runs drawn together."""
     out: list[tuple[int, ...]] = []
-    for start in range(0, runs, SIMULATION_BATCH):
-        size = min(SIMULATION_BATCH, runs - start)
+    for start in range(0, runs, batch):
+        size = min(batch, runs - start)
         drawn = np.zeros((size, tokens), dtype=np.int64)
         length = np.full(size, tokens)
         open_rows = np.arange(size)
@@ -129,11 +185,12 @@ def _row(
         tv_estimate=statistic,
         bound=bound,
         alpha=alpha,
-        beta=max(beta, 1 - power),
+        beta=beta,
         delta=delta,
         verdict="FAIL" if rejected else "pass",
         detail=f"{case}/{check}: {summary}; engine runs and target runs, {n} each",
         summary=summary,
+        power=power,
     )
 
 
@@ -186,6 +243,10 @@ def length_row(
     return _row(case, "length", m, abs(mine - theirs), bound, power, alpha, beta, delta, what)
 
 
+def sequence_case(engine: Engine, tokens: int) -> str:
+    return f"{engine.name} ({tokens} tokens)"
+
+
 def sequence_rows(
     engine: Engine,
     runs: list[Emission],
@@ -197,18 +258,22 @@ def sequence_rows(
     tolerance: float,
     seed: int,
     progress: Callable[[int, int], None] | None = None,
+    target_probs: TargetProbs | None = None,
+    batch: int = SIMULATION_BATCH,
 ) -> list[CaseResult]:
     """The ``stop`` and ``length`` rows of the engine's ``runs`` (each of ``tokens`` new
-    tokens) against as many runs drawn from the target."""
+    tokens) against as many runs drawn from the target (through ``target_probs``, the
+    engine's own when None; ``batch`` runs drawn together)."""
     if not engine.eos_ids:
         raise ValueError("the sequence rows need the engine's EOS (it has none)")
     rng = np.random.default_rng([seed, 2])
+    probs = engine.target_probs if target_probs is None else target_probs
     target = simulate_target(
-        engine.target_probs, engine.prompt, engine.eos_ids, tokens, len(runs), rng, progress
+        probs, engine.prompt, engine.eos_ids, tokens, len(runs), rng, progress, batch
     )
     emitted = [r.tokens for r in runs]
     settings = {"alpha": alpha, "beta": beta, "delta": delta, "tolerance": tolerance}
-    case = f"{engine.name} ({tokens} tokens)"
+    case = sequence_case(engine, tokens)
     return [
         stop_row(case, emitted, target, engine.eos_ids, tokens, **settings),
         length_row(case, emitted, target, tokens, **settings),
@@ -227,27 +292,46 @@ def timed_sequence_rows(
     seed: int = 0,
     bars: Callable[[str], Callable[[int, int], None]] | None = None,
     guard: Guard | None = None,
+    target_probs: TargetProbs | None = None,
 ) -> tuple[list[CaseResult], dict[str, float]]:
     """Run the engine ``runs`` times (default :func:`runs_needed`) for ``tokens`` tokens and
-    return the rows with the seconds spent on the engine and on the target's simulation."""
-    from .audit import sample_runs
+    return the rows (``layout`` first, as for the 4-token runs) with the seconds spent on the
+    engine and on the target's simulation. ``target_probs``: the engine's, already guarded and
+    holding the V of earlier answers (:func:`.audit.guarded_probs`), or None to guard them
+    here. A subject that misbehaves (a run out of layout, a call that raises, returns what its
+    contract rules out or runs past ``guard``'s time limit) ends the rows with a FAIL row."""
+    from .audit import failure_row, guarded_probs, sample_runs, target_vocab
 
     n = runs or runs_needed(delta, alpha, beta, tolerance)
+    case = sequence_case(engine, tokens)
+    guard = guard or Guard()
+    probs = target_probs or guarded_probs(guard, engine)
     start = time.perf_counter()
-    prompts = [engine.prompt] * n
-    emitted = sample_runs(engine, prompts, tokens, seed, bars, guard)
-    engine_seconds = time.perf_counter() - start
-    progress = bars(f"{engine.name} target") if bars else None
-    rows = sequence_rows(
-        engine,
-        emitted,
-        tokens,
-        alpha=alpha,
-        beta=beta,
-        delta=delta,
-        tolerance=tolerance,
-        seed=seed,
-        progress=progress,
-    )
-    target_seconds = time.perf_counter() - start - engine_seconds
-    return rows, {"runs": n, "engine_seconds": engine_seconds, "target_seconds": target_seconds}
+    cost = {"runs": float(n), "engine_seconds": 0.0, "target_seconds": 0.0}
+    try:
+        vocab = target_vocab(probs, engine)
+        batch = simulation_batch(len(engine.prompt), tokens, vocab)
+        if batch < 1:
+            raise ValueError(simulation_problem(len(engine.prompt), tokens, vocab))
+        emitted = sample_runs(engine, [engine.prompt] * n, tokens, seed, bars, guard)
+        cost["engine_seconds"] = time.perf_counter() - start
+        layout = layout_row(case, emitted, vocab, engine.eos_ids, tokens)
+        if not layout.passed:
+            return [layout], cost
+        rows = sequence_rows(
+            engine,
+            emitted,
+            tokens,
+            alpha=alpha,
+            beta=beta,
+            delta=delta,
+            tolerance=tolerance,
+            seed=seed,
+            progress=bars(f"{engine.name} target") if bars else None,
+            target_probs=probs,
+            batch=batch,
+        )
+    except SubjectFailure as failure:
+        return [failure_row(case, failure, n)], cost
+    cost["target_seconds"] = time.perf_counter() - start - cost["engine_seconds"]
+    return [layout, *rows], cost

@@ -46,7 +46,7 @@ def run(quiet: bool = False) -> list[dict[str, Any]]:
             {
                 "subject": name,
                 "expected": expected,
-                "verdict": "PASS" if report.passed else "FAIL",
+                "verdict": report.verdict,
                 "per_position_failed": ", ".join(failed) or "-",
                 "per_position_n": per_position[0].n,
                 "sequence": {r.check: r.result() for r in sequence},

@@ -95,7 +95,7 @@ def run(
             else runs,
             bars=None if quiet else progress_bar(),
         )
-        verdict = "PASS" if report.passed else "FAIL"
+        verdict = report.verdict
         coverage = next((r for r in report.results if r.check == "coverage"), None)
         rows.append(
             {
