@@ -276,3 +276,18 @@ def audit_llamacpp(session: nox.Session) -> None:
         "python", "-m", "specproof.audit.engine.real_audit", "llama.cpp", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
+
+
+@nox.session(python="3.11", name="audit-mlx", venv_backend="venv", reuse_venv=True, default=False)
+def audit_mlx(session: nox.Session) -> None:
+    """mlx-lm (0.32.2 on mlx[cpu] 0.32.4) audited in place on the same tiny models, in its own
+    venv. Writes the mlx-lm entries of benchmarks/engine_audit_real.json and .md."""
+    session.install(
+        "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
+        "mlx[cpu]==0.32.4", "mlx-lm==0.32.2",
+    )  # fmt: skip
+    session.install("--no-deps", "-e", ".")
+    session.run(
+        "python", "-m", "specproof.audit.engine.real_audit", "mlx-lm", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip
