@@ -276,3 +276,22 @@ def audit_llamacpp(session: nox.Session) -> None:
         "python", "-m", "specproof.audit.engine.real_audit", "llama.cpp", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
+
+
+@nox.session(python="3.11", name="audit-mlx", venv_backend="venv", reuse_venv=True, default=False)
+def audit_mlx(session: nox.Session) -> None:
+    """mlx-lm (0.32.2 on mlx[cpu] 0.32.4, wheels: no build) audited in place on the same tiny
+    models, in its own venv: 186 s to install on 2026-12-07 at a load average of 5-6, 1.4 GB
+    (torch 754 MB and transformers 120 MB for the HF law; mlx 26 MB, mlx-lm 6 MB). mlx on this
+    CPU runs about 16 ms per token, so the README's figures use `-- --runs 4300` (T = 1 and
+    truncated) and `--runs 2000` (repetition penalty); greedy runs at the audit's 50. Writes
+    the mlx-lm entries of benchmarks/engine_audit_real.json and .md."""
+    session.install(
+        "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
+        "mlx[cpu]==0.32.4", "mlx-lm==0.32.2",
+    )  # fmt: skip
+    session.install("--no-deps", "-e", ".")
+    session.run(
+        "python", "-m", "specproof.audit.engine.real_audit", "mlx-lm", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip

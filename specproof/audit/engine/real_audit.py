@@ -1,7 +1,7 @@
-"""Audit the installed vLLM (or llama.cpp) in place on the tiny models of :mod:`.real_models`:
-every configuration of the engine, each in its own process (the engine is started once per
-configuration), then the function-level audits of the engine's own sampler; results merged
-into benchmarks/engine_audit_real.json and .md.
+"""Audit the installed vLLM (or llama.cpp, or mlx-lm) in place on the tiny models of
+:mod:`.real_models`: every configuration of the engine, each in its own process (the engine is
+started once per configuration), then the function-level audits of the engine's own sampler;
+results merged into benchmarks/engine_audit_real.json and .md.
 
     python -m specproof.audit.engine.real_audit vllm [--only NAME ...] [--runs N]
 
@@ -27,7 +27,10 @@ from .real_eagle import save_eagle
 from .real_models import PROMPT, ModelPaths, build_models
 from .real_table import JSON_PATH, MD_PATH, entry, load, write
 
-ENGINES = ("vllm", "llama.cpp")
+ENGINES = ("vllm", "llama.cpp", "mlx-lm")
+SINGLE = {"llama.cpp": "llamacpp_engine", "mlx-lm": "mlx_engine"}
+"""Engines run one configuration per child process, by their adapter module."""
+LABELS = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "mlx-lm": "mlx-lm"}
 ROOT = Path(__file__).resolve().parents[3]
 FUNCTION_AUDITS = {
     "vllm": [
@@ -162,9 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.engine == "vllm":
             run_vllm_configurations(args.one, args.models, args.runs, args.out)
         else:
-            from .llamacpp_engine import run_configuration
-
-            run_configuration(args.one[0], args.models, args.runs, args.out)
+            adapter(args.engine).run_configuration(args.one[0], args.models, args.runs, args.out)
         return 0
     return run_all(args)
 
@@ -175,14 +176,19 @@ def configuration_names(engine: str) -> list[str]:
         from .vllm_engine import configurations
 
         return [c.name for c in configurations()]
-    from .llamacpp_engine import configurations as llama_configurations
+    return [c.name for c in adapter(engine).configurations()]
 
-    return [c.name for c in llama_configurations()]
+
+def adapter(engine: str) -> Any:
+    """The adapter module of an engine run one configuration per process."""
+    import importlib
+
+    return importlib.import_module(f"{__package__}.{SINGLE[engine]}")
 
 
 def configuration_groups(engine: str) -> list[list[str]]:
     """Configuration names, grouped by the engine instance they run on (vLLM: one per
-    speculative setting; llama.cpp: one per configuration)."""
+    speculative setting; llama.cpp and mlx-lm: one per configuration)."""
     if engine == "vllm":
         from .vllm_engine import configurations
 
@@ -191,9 +197,7 @@ def configuration_groups(engine: str) -> list[list[str]]:
         for config in sorted(configurations(), key=lambda c: bool(c.sampling.get("top_k"))):
             groups.setdefault(config.engine_key, []).append(config.name)
         return list(groups.values())
-    from .llamacpp_engine import configurations as llama_configurations
-
-    return [[c.name] for c in llama_configurations()]
+    return [[c.name] for c in adapter(engine).configurations()]
 
 
 def run_all(args: argparse.Namespace) -> int:
@@ -223,7 +227,7 @@ def run_all(args: argparse.Namespace) -> int:
             broken += [n for n in names if n not in {r["configuration"] for r in done}]
         if not args.no_functions:
             records += function_records(args.engine, Path(scratch))
-    label = "vLLM" if args.engine == "vllm" else "llama.cpp"
+    label = LABELS[args.engine]
     if args.only or args.no_functions:
         # A partial run replaces only what it ran.
         fresh = {r["configuration"] for r in records}
