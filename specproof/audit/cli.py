@@ -410,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
             report.results += hunted.results
             report.notes += hunted.notes
             report.seconds += hunted.seconds
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # a SystemExit here escaped the guard: our bug
         return internal_error(PROG, error)
     report.notes += excluded_notes(args, report) if args.signature else []
     return publish(PROG, report, args.json)

@@ -99,8 +99,8 @@ def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
 
 
 def describe(error: BaseException) -> str:
-    if isinstance(error, SystemExit):
-        error = SubjectExit(error.code)
+    if isinstance(error, SystemExit | SubjectExit):
+        return f"SystemExit: the subject called sys.exit({error.code!r})"
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 

@@ -273,6 +273,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     except SetupError as error:
         return usage_error(PROG, f"{setup_option(args, error)}: {error}")
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # a SystemExit here escaped the guard: our bug
         return internal_error(PROG, error)
     return publish(PROG, report, args.json)
