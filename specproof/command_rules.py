@@ -96,8 +96,11 @@ def write_report(prog: str, path: str, text: str) -> int | None:
     return None
 
 
-def finite_float(name: str, low: float, high: float = math.inf) -> Callable[[str], float]:
-    """An argparse type: a finite number with ``low < value <= high`` (inf and NaN refused)."""
+def finite_float(
+    name: str, low: float, high: float = math.inf, ceiling: str = ""
+) -> Callable[[str], float]:
+    """An argparse type: a finite number with ``low < value <= high`` (inf and NaN refused);
+    ``ceiling`` says what ``high`` is."""
 
     def parse(text: str) -> float:
         try:
@@ -107,7 +110,7 @@ def finite_float(name: str, low: float, high: float = math.inf) -> Callable[[str
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"{name} must be a finite number, got {text}")
         if not low < value <= high:
-            bound = f"at most {high:g}" if value > low else f"> {low:g}"
+            bound = f"at most {high:g}{ceiling}" if value > low else f"> {low:g}"
             raise argparse.ArgumentTypeError(f"{name} must be {bound}, got {text}")
         return value
 
@@ -116,7 +119,7 @@ def finite_float(name: str, low: float, high: float = math.inf) -> Callable[[str
 
 def seconds(name: str) -> Callable[[str], float]:
     """An argparse type for a time limit: finite, > 0 and no longer than a thread wait takes."""
-    return finite_float(name, 0.0, MAX_SECONDS)
+    return finite_float(name, 0.0, MAX_SECONDS, " s, the longest wait a thread takes here")
 
 
 def end_process(status: int) -> NoReturn:
