@@ -234,3 +234,29 @@ def test_every_command_ends_with_its_status_over_many_runs(tmp_path: Path) -> No
     ]
     repeated(tmp_path, runs, 40)
     repeated(tmp_path, [(["matrix", "--quiet"], PASSED, "computed exactly")], 4)
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0], ids=["no-limit", "limit"])
+def test_the_guard_turns_a_subject_exit_into_a_failure_and_leaves_no_thread(
+    timeout: float | None,
+) -> None:
+    """In-process: ``sys.exit`` inside a call is an ordinary exception (``run`` and ``subject``)
+    or a failure of the row (``call``), with and without a time limit; once closed, no worker
+    thread of the guard is left for the interpreter's shutdown."""
+    import threading
+
+    from specproof.audit.guard import Guard, SubjectExit, SubjectFailure
+
+    def exits(code: object) -> None:
+        sys.exit(code)
+
+    guard = Guard(timeout)
+    with pytest.raises(SubjectExit, match=r"sys\.exit\(3\)"):
+        guard.run("a call", exits, 3)
+    with pytest.raises(SubjectExit, match=r"sys\.exit\(None\)"):
+        guard.subject(exits)(None)
+    with pytest.raises(SubjectFailure, match=r"sys\.exit\('bye'\)") as failure:
+        guard.call("generate", "generate run 0", exits, "bye")
+    assert failure.value.check == "generate"
+    guard.close()
+    assert not [t for t in threading.enumerate() if t.name == "specproof-subject"]
