@@ -18,22 +18,59 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+
+from specproof.command_rules import (
+    INTERNAL_ERROR,
+    PASSED,
+    OneLineParser,
+    end_process,
+    internal_error,
+    output_path_problem,
+    usage_error,
+    write_report,
+)
+
+PROG = "specproof"
 
 
 def _matrix(args: argparse.Namespace) -> int:
+    if args.json and (problem := output_path_problem("--json", args.json)):
+        return usage_error(f"{PROG} matrix", problem)
     from specproof.matrix import compute_matrix, render, stderr_progress, to_json
 
-    matrix = compute_matrix(progress=None if args.quiet else stderr_progress)
+    try:
+        matrix = compute_matrix(progress=None if args.quiet else stderr_progress)
+    except Exception as error:
+        return internal_error(f"{PROG} matrix", error)
     print(render(matrix))
     if args.json:
-        Path(args.json).write_text(json.dumps(to_json(matrix), indent=2) + "\n")
+        text = json.dumps(to_json(matrix), indent=2) + "\n"
+        if write_report(f"{PROG} matrix", args.json, text) is not None:
+            return INTERNAL_ERROR
         print(f"wrote {args.json}")
-    return 0
+    return PASSED
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    """Run the command ``argv`` names and return its exit status. Without ``argv`` (run as the
+    program) the command line is ``sys.argv`` and the process ends here with that status
+    (:func:`specproof.command_rules.end_process`): never a signal, never a wait on a thread
+    the audited subject left running."""
+    if argv is not None:
+        return _run(list(argv))
+    try:
+        status = _run(sys.argv[1:])
+    except SystemExit as done:  # argparse's --help and usage errors
+        status = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    except KeyboardInterrupt:
+        status = 130
+    except Exception as error:
+        status = internal_error(PROG, error)
+    end_process(status)
+
+
+def _run(argv: list[str]) -> int:
+    parser = OneLineParser(
         prog="specproof", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -63,7 +100,6 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser(
         "parity-report", help="write a parity report for a pull request", add_help=False
     )
-    argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "golden":
         from specproof.golden.cli import main as golden_main
 
@@ -85,4 +121,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -10,14 +10,22 @@
   its goal (too few runs or rounds, a row skipped or stopped at a limit of the run); never a
   pass, and the verdict line gives the power reached. A failed row outranks it (exit 1): a
   failure is evidence at any power.
+
+A subject that calls ``sys.exit`` (any code, at any call) fails a row like one that raises. A
+command run as a program ends through :func:`end_process`: its status is the status above,
+never a signal, whatever threads or native calls the subject left running.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
 import sys
+import threading
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -27,11 +35,15 @@ USAGE_ERROR = 2
 INTERNAL_ERROR = 3
 INCONCLUSIVE = 4
 
+MAX_SECONDS = min(threading.TIMEOUT_MAX, 2.0**53)
+"""The longest time limit a thread wait on this platform takes (about 292 years on Linux)."""
+
 EXIT_STATUS_HELP = (
-    "Exit status: 0 every row passes, 1 a row fails (a subject that raises, hangs or returns "
-    "the wrong thing fails a row), 2 usage error (one line, before any work), 3 specproof's "
-    "own failure, 4 inconclusive (no row failed, but the rows fall short of the power the "
-    "report states as its goal, or a row was skipped or stopped at a limit: never a pass)."
+    "Exit status: 0 every row passes, 1 a row fails (a subject that raises, exits, hangs or "
+    "returns the wrong thing fails a row), 2 usage error (one line, before any work), 3 "
+    "specproof's own failure, 4 inconclusive (no row failed, but the rows fall short of the "
+    "power the report states as its goal, or a row was skipped or stopped at a limit: never a "
+    "pass)."
 )
 
 
@@ -89,3 +101,46 @@ def write_report(prog: str, path: str, text: str) -> int | None:
         print(f"{prog}: could not write {path}: {error}", file=sys.stderr)
         return INTERNAL_ERROR
     return None
+
+
+def finite_float(
+    name: str, low: float, high: float = math.inf, ceiling: str = ""
+) -> Callable[[str], float]:
+    """An argparse type: a finite number with ``low < value <= high`` (inf and NaN refused);
+    ``ceiling`` says what ``high`` is."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{name} must be a finite number, got {text}")
+        if not low < value <= high:
+            bound = f"at most {high:g}{ceiling}" if value > low else f"> {low:g}"
+            raise argparse.ArgumentTypeError(f"{name} must be {bound}, got {text}")
+        return value
+
+    return parse
+
+
+def seconds(name: str) -> Callable[[str], float]:
+    """An argparse type for a time limit: finite, > 0 and no longer than a thread wait takes."""
+    return finite_float(name, 0.0, MAX_SECONDS, " s, the longest wait a thread takes here")
+
+
+def end_process(status: int) -> NoReturn:
+    """End the program with ``status`` once its output is flushed, without the interpreter's
+    shutdown.
+
+    At shutdown CPython stops every daemon thread that next asks for the GIL with
+    ``pthread_exit``; a thread inside a torch call that released the GIL (the guard's worker
+    on an abandoned call, or a thread the subject started) unwinds through a ``noexcept`` C++
+    frame and the process aborts (``terminate called without an active exception``, status
+    134) after the verdict was printed. A non-daemon thread the subject left running would
+    instead keep the process from ending. Nothing of the command is left to finalize: reports
+    are written and closed before this is called."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: the status still holds
+            stream.flush()
+    os._exit(status)

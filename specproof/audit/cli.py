@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -12,8 +13,10 @@ from typing import Any
 from specproof.command_rules import (
     EXIT_STATUS_HELP,
     OneLineParser,
+    finite_float,
     internal_error,
     output_path_problem,
+    seconds,
     usage_error,
 )
 from specproof.reference.filters import FILTER_ORDERS
@@ -43,6 +46,38 @@ QUICK_DELTA = 0.1
 QUICK_HUNT_SECONDS = 10.0
 SIGNATURES = ("flashinfer", "vllm", "vllm-logits", "hf")
 MARKERS = {"0": GREEDY_TEMPERATURE, "-1": LEGACY_GREEDY_TEMPERATURE}
+MAX_VOCAB = 2**20
+"""Largest --large-vocab / --long-vocab: above every real vocabulary (about 262k at most), and
+its rows still fit in memory (10^9 would ask for some 30 GiB)."""
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def _import(module_name: str, path: str) -> Any:
+    """The module, or ValueError with one line: not found, or its import raised (a syntax
+    error, an exception, ``sys.exit``)."""
+    cwd = os.getcwd()
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name and module_name.startswith(error.name.split(".")[0]):
+            raise ValueError(
+                f"no module named {error.name!r} in the current directory ({cwd}) or on "
+                f"sys.path; run from the folder that holds it, or add that folder to PYTHONPATH"
+            ) from error
+        raise ValueError(f"{path}: importing {module_name} failed: {_first_line(error)}") from error
+    except SyntaxError as error:
+        where = f" ({error.filename}, line {error.lineno})" if error.filename else ""
+        raise ValueError(f"{path}: {module_name} has a syntax error{where}: {error.msg}") from error
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # its import raised or exited: the user's module, not ours
+        if isinstance(error, SystemExit):
+            error = ValueError(f"it called sys.exit({error.code!r})")
+        raise ValueError(f"{path}: importing {module_name} failed: {_first_line(error)}") from None
 
 
 def load_callable(path: str) -> Callable[..., Any]:
@@ -54,15 +89,7 @@ def load_callable(path: str) -> Callable[..., Any]:
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name and module_name.startswith(error.name.split(".")[0]):
-            raise ValueError(
-                f"no module named {error.name!r} in the current directory ({cwd}) or on "
-                f"sys.path; run from the folder that holds it, or add that folder to PYTHONPATH"
-            ) from error
-        raise
+    target: Any = _import(module_name, path)
     for part in attribute.split("."):
         if not hasattr(target, part):
             raise ValueError(f"{module_name} has no attribute {attribute!r}")
@@ -96,7 +123,13 @@ def audit(
     )
 
 
-def _positive(kind: type, name: str, low: float = 0.0) -> Callable[[str], Any]:
+def _positive(
+    kind: type, name: str, low: float = 0.0, high: float | None = None
+) -> Callable[[str], Any]:
+    """An argparse type: ``kind`` above ``low`` and at most ``high``; a float must be finite."""
+    if kind is float:
+        return finite_float(name, low, math.inf if high is None else high)
+
     def parse(text: str) -> Any:
         try:
             value = kind(text)
@@ -104,6 +137,8 @@ def _positive(kind: type, name: str, low: float = 0.0) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
         if not value > low:
             raise argparse.ArgumentTypeError(f"{name} must be > {low:g}, got {text}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{name} must be at most {high:g}, got {text}")
         return value
 
     return parse
@@ -170,7 +205,7 @@ def parser() -> argparse.ArgumentParser:
     )
     out.add_argument(
         "--hunt-seconds",
-        type=_positive(float, "--hunt-seconds"),
+        type=seconds("--hunt-seconds"),
         default=None,
         metavar="S",
         help=f"seconds per rare-event case of the hunt a verifier audit runs by default "
@@ -233,20 +268,20 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument("--seed", type=int, default=0, help="seed of the battery and the rounds")
     out.add_argument(
         "--large-vocab",
-        type=_positive(int, "--large-vocab", 1),
+        type=_positive(int, "--large-vocab", 1, MAX_VOCAB),
         default=LARGE_VOCAB,
         help=f"vocabulary of the large-vocabulary case (default {LARGE_VOCAB})",
     )
     out.add_argument(
         "--long-vocab",
-        type=_positive(int, "--long-vocab", 1),
+        type=_positive(int, "--long-vocab", 1, MAX_VOCAB),
         default=LONG_LARGE_VOCAB,
         help="vocabulary of the large-vocab-long case (drafts 0..8), at most --large-vocab "
         f"(default {LONG_LARGE_VOCAB})",
     )
     out.add_argument(
         "--timeout",
-        type=_positive(float, "--timeout"),
+        type=seconds("--timeout"),
         default=DEFAULT_TIMEOUT,
         help=f"seconds one case may run before it fails as timed out (default {DEFAULT_TIMEOUT:g})",
     )
@@ -376,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
             report.results += hunted.results
             report.notes += hunted.notes
             report.seconds += hunted.seconds
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # a SystemExit here escaped the guard: our bug
         return internal_error(PROG, error)
     report.notes += excluded_notes(args, report) if args.signature else []
     return publish(PROG, report, args.json)

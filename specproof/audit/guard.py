@@ -8,6 +8,10 @@ deadline; a call still running then is abandoned (Python cannot stop a thread), 
 ends the process itself once it has printed and written the report (:func:`abandoned_calls`).
 The subject wrapped by :meth:`Guard.subject` refuses further calls once its guard abandoned
 one, so an abandoned batch ends at the subject's next call instead of running on.
+
+A subject that calls ``sys.exit`` does not end the audit: its ``SystemExit`` becomes a
+:class:`SubjectExit` (an ordinary exception, so the call fails a row like any raise, with the
+table kept) in :meth:`Guard.subject`, :meth:`Guard.run` and :meth:`Guard.call`.
 """
 
 from __future__ import annotations
@@ -35,7 +39,25 @@ class SubjectFailure(Exception):
         self.runs_done = runs_done
 
 
+class SubjectExit(Exception):
+    """The subject called ``sys.exit`` (or raised ``SystemExit``) inside a call."""
+
+    def __init__(self, code: object) -> None:
+        super().__init__(f"the subject called sys.exit({code!r})")
+        self.code = code
+
+
+def _exits_as_failures(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` with a ``SystemExit`` it raises turned into :class:`SubjectExit`."""
+    try:
+        return fn(*args, **kwargs)
+    except SystemExit as exit_:
+        raise SubjectExit(exit_.code) from exit_
+
+
 _ABANDONED: list[threading.Thread] = []
+WORKER_JOIN_SECONDS = 5.0
+"""How long :meth:`Guard.close` waits for an idle worker to end (it ends at once)."""
 
 
 def abandoned_calls() -> bool:
@@ -77,6 +99,8 @@ def _serve(jobs: queue.SimpleQueue[_Job | None]) -> None:
 
 
 def describe(error: BaseException) -> str:
+    if isinstance(error, SystemExit | SubjectExit):
+        return f"SystemExit: the subject called sys.exit({error.code!r})"
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
 
@@ -102,9 +126,12 @@ class Guard:
         return self._jobs
 
     def close(self) -> None:
-        """End the worker thread (after the call it is running, if any)."""
+        """End the worker thread (after the call it is running, if any); an idle worker is
+        joined, so that no thread of the guard outlives the audit."""
         if self._jobs is not None:
             self._jobs.put(None)
+            if self._thread is not None and not self.abandoned:
+                self._thread.join(WORKER_JOIN_SECONDS)
         self._jobs = self._thread = None
 
     def start_clock(self) -> None:
@@ -120,18 +147,18 @@ class Guard:
         def guarded(*args: Any, **kwargs: Any) -> T:
             if self.abandoned:
                 raise CallRefused("a call of this subject was abandoned at the time limit")
-            return fn(*args, **kwargs)
+            return _exits_as_failures(fn, *args, **kwargs)
 
         return guarded
 
     def run(self, what: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` on the worker thread, held to the deadline: whatever it
-        raises is raised here unchanged; running past the deadline raises a failure of the
-        timeout row that says ``what`` was still running."""
+        raises is raised here unchanged (``SystemExit`` as :class:`SubjectExit`); running past
+        the deadline raises a failure of the timeout row that says ``what`` was still running."""
         left = self._left(what)
         if left is None:
-            return fn(*args, **kwargs)
-        job = _Job(fn, args, kwargs)
+            return _exits_as_failures(fn, *args, **kwargs)
+        job = _Job(_exits_as_failures, (fn, *args), kwargs)
         self._worker().put(job)
         if not job.done.wait(left):
             self._abandon()

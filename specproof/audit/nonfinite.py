@@ -27,6 +27,7 @@ import torch
 
 from .drafting import Drafts
 from .errors import VerifierError, out_of_memory
+from .guard import SubjectExit
 from .problems import PLACEHOLDER
 from .report import CaseResult, exact_row, limit_row
 from .requests import vllm_metadata
@@ -247,6 +248,8 @@ def nonfinite_row(
         out = call().to(torch.int64)
     except VerifierError as error:
         return _failed(case, size, error.message, error.row, batch, None)
+    except SubjectExit as error:  # ending the process is no refusal: the engine would die
+        return _failed(case, size, str(error), None, batch, None)
     except Exception as error:
         if out_of_memory(error):
             return limit_row(CASE, case.check, size, min(size, max_batch), error)

@@ -60,3 +60,24 @@ def write_result(result: dict[str, Any], out: Path | None) -> str:
     if out is not None:
         out.write_text(text)
     return text
+
+
+def json_object(
+    parser: argparse.ArgumentParser, path: Path, what: str, keys: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The JSON object in ``path``; otherwise a usage error (one line, exit 2) naming ``what``
+    and the file: missing, unreadable, not JSON, not an object, or without one of ``keys``."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        parser.error(f"{what}: cannot read {path}: {getattr(error, 'strerror', None) or error}")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        parser.error(f"{what}: {path} is not JSON ({error.msg}, line {error.lineno})")
+    if not isinstance(value, dict):
+        parser.error(f"{what}: {path} holds a JSON {type(value).__name__}, not an object")
+    missing = [key for key in keys if key not in value]
+    if missing:
+        parser.error(f"{what}: {path} has no {', '.join(repr(k) for k in missing)}")
+    return value

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from specproof.command_rules import OneLineParser
+from specproof.command_rules import OneLineParser, output_path_problem
 
 from .arguments import integer_at_least, loaded, number_in
 from .data.corpora import Corpus, load_corpora, prompts_from
@@ -213,13 +213,15 @@ def run(
 
 
 PROG = "python -m specproof.e2e.run"
+MAX_BUDGET_MINUTES = 10.0**6
+"""About two years: a budget past it is a typo, and its seconds stay exact in a float."""
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = OneLineParser(prog=PROG, description=__doc__)
     parser.add_argument(
         "--budget-minutes",
-        type=float,
+        type=number_in("--budget-minutes", 0.0, MAX_BUDGET_MINUTES),
         default=None,
         help="total wall-clock budget (default 12.5; smoke 0.1)",
     )
@@ -254,8 +256,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for option, path in (("--out", args.out), ("--artifacts", args.artifacts)):
         if path.exists() and not path.is_dir():
             parser.error(f"argument {option}: {path} is a file, not a folder")
-    if args.markdown.is_dir():
-        parser.error(f"argument --markdown: {args.markdown} is a folder, not a file")
+    if problem := output_path_problem("--markdown", str(args.markdown)):
+        parser.error(problem)
     torch.set_num_threads(args.threads)
     scratch = args.smoke or args.from_scratch
     plan = SMOKE if args.smoke else FULL if scratch else SHIPPED

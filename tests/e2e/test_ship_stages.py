@@ -70,6 +70,8 @@ def test_drafter_steps_reach_both_child_processes(
             return 0
 
     monkeypatch.setattr(subprocess, "Popen", Finished)
+    for name in ("target.safetensors", "pool.pt"):  # what the drafter stages read, checked first
+        shutil.copy(SHIPPED_DIR / name, tmp_path / name)
     main(["--out", str(tmp_path), "--stages", "dspark", "eagle", "--drafter-steps", "7"])
     assert len(launched) == 2
     for args in launched:

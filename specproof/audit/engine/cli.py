@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from specproof.command_rules import (
@@ -11,10 +11,12 @@ from specproof.command_rules import (
     OneLineParser,
     internal_error,
     output_path_problem,
+    seconds,
     usage_error,
 )
 
 from ..cli import _positive, _rate, _tolerance, load_callable
+from ..guard import describe
 from ..report import publish
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, progress_bar
 from .audit import DEFAULT_BINS, DEFAULT_DELTA, SetupError, audit_engine
@@ -135,7 +137,7 @@ def parser() -> argparse.ArgumentParser:
     )
     out.add_argument(
         "--timeout",
-        type=_positive(float, "--timeout"),
+        type=seconds("--timeout"),
         default=DEFAULT_TIMEOUT,
         help=f"seconds the audit may run; a call into the subject still running then fails "
         f"the timeout row (default {DEFAULT_TIMEOUT:g})",
@@ -169,12 +171,26 @@ def load_engine(args: argparse.Namespace) -> Engine:
                 "generate kwargs)"
             )
         target, assistant, kwargs = setup
-        return hf_engine(target, assistant, kwargs, prompt=args.prompt, name=args.hf)
+        problem = hf_setup_problem(target, assistant, kwargs)
+        if problem:
+            raise ValueError(f"--hf {args.hf} returned {problem}")
+        try:
+            return hf_engine(target, assistant, kwargs, prompt=args.prompt, name=args.hf)
+        except (AttributeError, TypeError, ValueError, KeyError) as error:
+            raise ValueError(
+                f"--hf {args.hf}: its models cannot be driven: {type(error).__name__}: "
+                f"{str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+            ) from error
     if args.engine:
         engine = _made(args.engine, "--engine")
         if not isinstance(engine, Engine):
             raise ValueError(
                 f"--engine {args.engine} returned {type(engine).__name__}, not an Engine"
+            )
+        if isinstance(engine.batch, bool) or not isinstance(engine.batch, int) or engine.batch < 1:
+            raise ValueError(
+                f"--engine {args.engine} returned an Engine with batch={engine.batch!r}: "
+                "batch must be a positive integer"
             )
         return engine
     if not args.target_probs:
@@ -190,13 +206,33 @@ def load_engine(args: argparse.Namespace) -> Engine:
     )
 
 
+def hf_setup_problem(target: Any, assistant: Any, kwargs: Any) -> str | None:
+    """What is wrong with ``--hf``'s (target, assistant, generate kwargs), or None: the
+    models must be transformers models (``generate`` and a ``generation_config``)."""
+
+    def not_a_model(model: Any) -> bool:
+        return not (callable(getattr(model, "generate", None)) and callable(model)) or (
+            getattr(model, "generation_config", None) is None
+        )
+
+    if not_a_model(target):
+        return f"a target of type {type(target).__name__}, not a transformers model"
+    if assistant is not None and not_a_model(assistant):
+        return f"an assistant of type {type(assistant).__name__}, not a transformers model"
+    if not isinstance(kwargs, Mapping):
+        return f"generate kwargs of type {type(kwargs).__name__}, not a dict"
+    return None
+
+
 def _made(path: str, option: str) -> Any:
     """FN() for ``--hf``/``--engine``; its failure is a usage error naming the option."""
     make = load_callable(path)
     try:
         return make()
-    except Exception as error:
-        raise ValueError(f"{option} {path}() raised {type(error).__name__}: {error}") from error
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # a raise or sys.exit while building: the user's code
+        raise ValueError(f"{option} {path}() raised {describe(error)}") from error
 
 
 def setup_option(args: argparse.Namespace, error: SetupError) -> str:
@@ -250,6 +286,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     except SetupError as error:
         return usage_error(PROG, f"{setup_option(args, error)}: {error}")
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # a SystemExit here escaped the guard: our bug
         return internal_error(PROG, error)
     return publish(PROG, report, args.json)

@@ -26,7 +26,7 @@ from specproof.reference.schedulers import FixedGamma
 from ..arguments import loaded
 from ..data.corpora import load_corpora, prompts_from
 from ..decoding.rounds import Drafter
-from ..models.loading import SHIPPED_DIR, load_dspark, load_target
+from ..models.loading import load_dspark, load_target
 from ..models.target import Target
 from ..plans import FAST_VERIFY, SHIPPED
 from .comparisons import Setting, phase_breakdown, speculative_decoder
@@ -65,8 +65,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     args = parser.parse_args(argv)
     if args.prompts < 1 or args.repeats < 1:
         parser.error("--prompts and --repeats must be at least 1")
+    for folder in args.folders:
+        if not folder.is_dir():
+            parser.error(f"FOLDER {folder}: not a folder")
+    first = args.folders[0]
     torch.set_num_threads(1)
-    target = load_target(SHIPPED_DIR)
+    # The target the drafters were trained against: the one in the folders given (each holds
+    # a copy; they must agree), never the shipped one.
+    target = loaded(parser.prog, f"FOLDER {first}", functools.partial(load_target, first))
+    reference = (first / "target.safetensors").read_bytes()
+    for folder in args.folders[1:]:
+        copy = folder / "target.safetensors"
+        if not copy.is_file() or copy.read_bytes() != reference:
+            parser.error(f"FOLDER {folder}: its target.safetensors is not {first}'s")
     drafters = {
         str(folder): loaded(parser.prog, "FOLDER", functools.partial(load_dspark, folder, target))
         for folder in args.folders

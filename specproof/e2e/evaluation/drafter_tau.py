@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ import torch
 from specproof.command_rules import OneLineParser, output_path_problem
 from specproof.reference.schedulers import FixedGamma
 
-from ..arguments import integer_at_least, loaded, write_result
+from ..arguments import integer_at_least, json_object, loaded, write_result
 from ..data.corpora import load_corpora, prompts_from
 from ..decoding.rounds import DecodeResult, Drafter
 from ..models.loading import SHIPPED_DIR, load_dspark, load_eagle, load_target
@@ -139,6 +138,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error("each LABEL may be given once")
     if args.out is not None and (problem := output_path_problem("--out", str(args.out))):
         parser.error(problem)
+    trainings: dict[str, dict[str, Any]] = {}
+    for label, folder in args.drafters:
+        report = folder / "training.json"
+        report_json = json_object(parser, report, label) if report.is_file() else {}
+        training = report_json.get("training", {})
+        if not isinstance(training, dict) or not isinstance(training.get("dspark", {}), dict):
+            parser.error(f"{label}: {report}: 'training' is not an object of objects")
+        trainings[label] = training
     reference = args.weights / "target.safetensors"
     for label, folder in args.drafters:
         copy = folder / "target.safetensors"
@@ -151,9 +158,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for label, folder in args.drafters:
         dspark = loaded(PROG, label, functools.partial(load_dspark, folder, target))
         drafters[label] = dspark
-        report = folder / "training.json"
-        training = json.loads(report.read_text()).get("training", {}) if report.is_file() else {}
-        steps = training.get("dspark", {}).get("steps")
+        steps = trainings[label].get("dspark", {}).get("steps")
         described[label] = {
             "folder": str(folder),
             "config": dspark.config.as_dict(),

@@ -395,8 +395,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if problem := output_path_problem("--out", str(args.out)):
         parser.error(problem)
-    if args.markdown.is_dir():
-        parser.error(f"argument --markdown: {args.markdown} is a folder, not a file")
+    if problem := output_path_problem("--markdown", str(args.markdown)):
+        parser.error(problem)
     torch.set_num_threads(args.threads)
     models = loaded(PROG, "--weights", lambda: load_models(args.weights))
     result = headline(

@@ -470,8 +470,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for option, path in (("--out", args.out), ("--rounds-out", args.rounds_out)):
         if problem := output_path_problem(option, str(path)):
             parser.error(problem)
-    if args.markdown.is_dir():
-        parser.error(f"argument --markdown: {args.markdown} is a folder, not a file")
+    if problem := output_path_problem("--markdown", str(args.markdown)):
+        parser.error(problem)
     torch.set_num_threads(args.threads)
     models = loaded(PROG, "--weights", lambda: load_models(args.weights))
     started = time.perf_counter()

@@ -21,13 +21,14 @@ at T = 1 against no change, P(pass) = Phi(margin / se - 1.96); at T = 0 against 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from specproof.command_rules import OneLineParser
+
+from ..arguments import json_object
 
 MARGIN = 0.01
 FALL = 0.01
@@ -44,6 +45,29 @@ def power(row: dict[str, float], distance: float) -> float:
     approximation with the interval's standard error."""
     se = (row["change_high"] - row["change_low"]) / 3.92
     return 1.0 if se == 0 else normal_cdf(distance / se - 1.96)
+
+
+ROW_KEYS = ("position", "change", "change_low", "change_high")
+
+
+def held_out_problem(held_out: Any) -> str | None:
+    """What keeps :func:`judged` from reading ``held_out``, or None."""
+    if not isinstance(held_out, dict):
+        return f"is a JSON {type(held_out).__name__}, not an object"
+    for temperature in ("1", "0"):
+        entry = held_out.get(temperature)
+        if not isinstance(entry, dict) or "blocks" not in entry:
+            return f"has no {temperature!r} entry with 'blocks' and 'by_position'"
+        rows = entry.get("by_position")
+        if not isinstance(rows, list):
+            return f"[{temperature!r}] has no 'by_position' list"
+        for i, row in enumerate(rows):
+            missing = [k for k in ROW_KEYS if not isinstance(row, dict) or k not in row]
+            if missing:
+                return f"[{temperature!r}].by_position[{i}] has no {', '.join(missing)}"
+            if not all(isinstance(row[k], int | float) for k in ROW_KEYS):
+                return f"[{temperature!r}].by_position[{i}] holds a value that is not a number"
+    return None
 
 
 def judged(held_out: dict[str, Any]) -> dict[str, Any]:
@@ -93,10 +117,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="a run's JSON")
     args = parser.parse_args(argv)
-    try:
-        held_out = json.loads(args.json.read_text())["sts_held_out"]
-    except (OSError, ValueError, KeyError) as error:
-        parser.error(f"--json: cannot read sts_held_out from {args.json}: {error!r}")
+    held_out = json_object(parser, args.json, "--json", ("sts_held_out",))["sts_held_out"]
+    if problem := held_out_problem(held_out):
+        parser.error(f"--json: {args.json}: sts_held_out {problem}")
     result = judged(held_out)
     for claim, entry in result.items():
         shown = [r["position"] for r in entry["by_position"] if r["pass"]]

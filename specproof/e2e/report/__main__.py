@@ -2,22 +2,48 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
-from specproof.sections import replace_section
+from specproof.command_rules import OneLineParser, output_path_problem
+from specproof.sections import _markers, replace_section
 
+from ..arguments import json_object
 from .document import markdown
+
+SECTION = "e2e"
+
+
+def markers_problem(text: str) -> str | None:
+    """Why the section markers in ``text`` cannot be rewritten, or None."""
+    begin, end = _markers(SECTION)
+    count_begin, count_end = text.count(begin), text.count(end)
+    if count_begin > 1 or count_end > 1:
+        return f"the {SECTION} section's markers appear more than once"
+    if count_begin != count_end:
+        return f"the {SECTION} section has a {'begin' if count_begin else 'end'} marker only"
+    if count_begin and text.index(end) < text.index(begin):
+        return f"the {SECTION} section's end marker comes before its begin marker"
+    return None
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = OneLineParser(prog="python -m specproof.e2e.report", description=__doc__)
     parser.add_argument("json_path", type=Path, nargs="?", default=Path("benchmarks/e2e.json"))
     parser.add_argument("--markdown", type=Path, default=Path("BENCHMARKS.md"))
     args = parser.parse_args(argv)
-    results = json.loads(args.json_path.read_text())
-    replace_section(args.markdown, "e2e", markdown(results))
+    if problem := output_path_problem("--markdown", str(args.markdown)):
+        parser.error(problem)
+    if args.markdown.is_file() and (problem := markers_problem(args.markdown.read_text())):
+        parser.error(f"--markdown {args.markdown}: {problem}")
+    results = json_object(parser, args.json_path, "JSON_PATH", ("plan",))
+    try:
+        text = markdown(results)
+    except (KeyError, TypeError, ValueError, IndexError) as error:
+        parser.error(
+            f"JSON_PATH {args.json_path}: not an e2e run's results ({type(error).__name__}: "
+            f"{error} is missing or malformed)"
+        )
+    replace_section(args.markdown, SECTION, text)
 
 
 if __name__ == "__main__":

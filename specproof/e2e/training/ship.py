@@ -39,6 +39,7 @@ import torch
 
 from specproof.command_rules import OneLineParser
 
+from ..arguments import loaded
 from ..data.corpora import DOMAIN_WEIGHTS, Corpus, WindowSampler, load_corpora
 from ..evaluation.held_out import held_out_statistics
 from ..models.dspark import DSparkDrafter
@@ -247,6 +248,32 @@ def _drafters_in_parallel(
         raise SystemExit(f"drafter stage(s) {failed} failed; see their output above")
 
 
+def saved_pool(out: Path) -> torch.Tensor:
+    """The pool the pool stage saved in ``out``; ValueError names the file and the problem."""
+    path = out / POOL_FILE
+    try:
+        pool = torch.load(path, weights_only=True)
+    except FileNotFoundError:
+        raise ValueError(f"{path} does not exist (run the pool stage first)") from None
+    except Exception as error:  # a truncated or foreign file: torch's errors vary by kind
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise ValueError(f"{path} is not a saved pool ({type(error).__name__}: {first})") from None
+    if not isinstance(pool, torch.Tensor) or pool.dim() != 2 or pool.is_floating_point():
+        raise ValueError(f"{path} does not hold a 2-D tensor of token windows")
+    return pool
+
+
+def check_inputs(parser: argparse.ArgumentParser, out: Path, stages: Sequence[str]) -> None:
+    """Before any stage runs: ``--out`` is a folder (or can be made one) and holds what the
+    stages asked for read from earlier ones (the target, the pool); one line, exit 2."""
+    if out.exists() and not out.is_dir():
+        parser.error(f"argument --out: {out} is a file, not a folder")
+    if "target" not in stages:
+        loaded(parser.prog, "--out", lambda: load_target(out))
+    if "pool" not in stages and any(s in DRAFTERS for s in stages):
+        loaded(parser.prog, "--out", lambda: saved_pool(out))
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = OneLineParser(
         prog="python -m specproof.e2e.training.ship",
@@ -284,6 +311,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if args.drafter_steps is None
         else replace(SHIPPED, drafter_steps=args.drafter_steps)
     )
+    check_inputs(parser, args.out, args.stages)
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
     drafters = [s for s in DRAFTERS if s in args.stages]

@@ -73,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if args.out.exists() and not args.out.is_dir():
         parser.error(f"argument --out: {args.out} is a file, not a folder")
+    if not args.score_only:
+        try:  # made before the training, so that a path that cannot be a folder costs nothing
+            args.out.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            parser.error(f"argument --out: {args.out} cannot be created: {error.strerror or error}")
     torch.set_num_threads(1)
     config = DSparkConfig(
         gamma=SHIPPED.dspark.gamma,
