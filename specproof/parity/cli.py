@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 
 from specproof.command_rules import (
-    PASSED,
-    ROW_FAILED,
     OneLineParser,
     internal_error,
     output_path_problem,
@@ -33,7 +31,8 @@ def parser() -> argparse.ArgumentParser:
             "command, versions, seed, alpha and power, the row table, and per position the "
             "observed token frequencies against the exact law with intervals (PNG plots when "
             "matplotlib is installed). Exit status 0: every row passed and the twin failed; "
-            "1: a row failed or the twin passed; 2: usage error; 3: internal error."
+            "1: a row failed or the twin passed; 2: usage error; 3: internal error; 4: "
+            "inconclusive (no row failed, but the rows fall short of the stated power)."
         ),
     )
     subjects = out.add_subparsers(dest="subject", required=True, parser_class=OneLineParser)
@@ -79,12 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.subject == "verifier":
             cases = None if args.cases is None else tuple(args.cases.split(","))
-            text, passed = verifier_report(
+            text, status = verifier_report(
                 args.path, args.signature, out, command=command, level=args.level,
                 seed=args.seed, cases=cases, plot_case=args.plot_case,
             )  # fmt: skip
         else:
-            text, passed = engine_report(
+            text, status = engine_report(
                 args.path, out, command=command, level=args.level, seed=args.seed,
                 tokens=args.tokens,
             )  # fmt: skip
@@ -95,4 +94,4 @@ def main(argv: list[str] | None = None) -> int:
     (out / REPORT).write_text(text)
     print(text.splitlines()[0])
     print(f"wrote {out / REPORT}")
-    return PASSED if passed else ROW_FAILED
+    return status

@@ -82,7 +82,9 @@ def verdict_line(outcome: Outcome) -> str:
             f"# PASS: {report.subject} matches the exact law (power >= {level.power:g} against "
             f"TV >= {level.delta:g} in every row)"
         )
-    failed = [r for r in report.results if not r.passed]
+    if not report.failed:
+        return f"# INCONCLUSIVE: {report.subject}: {'; '.join(report.shortfalls())}"
+    failed = [r for r in report.results if r.verdict == "FAIL"]
     return f"# FAIL: {report.subject}: {len(failed)} of {len(report.results)} rows failed"
 
 

@@ -20,6 +20,7 @@ from specproof.audit.laws import tokens_law
 from specproof.audit.report import AuditReport
 from specproof.audit.rounds import sample_rounds, verifier_round
 from specproof.audit.signatures import Signature
+from specproof.command_rules import INCONCLUSIVE, PASSED, ROW_FAILED
 from specproof.testing.lossless import (
     CASES,
     ENGINE_TWIN,
@@ -63,8 +64,8 @@ def verifier_report(
     seed: int,
     cases: Sequence[str] | None,
     plot_case: str,
-) -> tuple[str, bool]:
-    """report.md's text for the verifier at ``path``, and whether it passed."""
+) -> tuple[str, int]:
+    """report.md's text for the verifier at ``path``, and its exit status."""
     fn = load_callable(path)
     chosen = tuple(cases) if cases else (HF_CASES if signature == "hf" else CASES)
     outcome: Outcome = verifier_outcome(
@@ -95,12 +96,12 @@ def verifier_report(
         outcome, command=command, seed=seed, twin_line=twin_line(outcome, VERIFIER_TWIN),
         sections=sections, notes=notes,
     )  # fmt: skip
-    return text, _passed(outcome)
+    return text, exit_status(outcome)
 
 
 def engine_report(
     path: str, out: Path, *, command: str, level: str, seed: int, tokens: int
-) -> tuple[str, bool]:
+) -> tuple[str, int]:
     """report.md's text for the engine ``path`` makes, and whether it passed."""
     engine = load_callable(path)()
     if not isinstance(engine, Engine):
@@ -130,8 +131,14 @@ def engine_report(
         outcome, command=command, seed=seed, twin_line=twin_line(outcome, ENGINE_TWIN),
         sections=sections, notes=notes,
     )  # fmt: skip
-    return text, _passed(outcome)
+    return text, exit_status(outcome)
 
 
-def _passed(outcome: Outcome) -> bool:
-    return outcome.report.passed and not outcome.twin_escaped
+def exit_status(outcome: Outcome) -> int:
+    """The one exit rule: 1 when a row failed or the must-fail twin passed (the report cannot
+    tell a wrong law apart), 4 when no row failed but the rows fall short of their power, else
+    0."""
+    report = outcome.report
+    if report.failed or outcome.twin_escaped:
+        return ROW_FAILED
+    return PASSED if report.passed else INCONCLUSIVE

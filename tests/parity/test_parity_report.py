@@ -110,3 +110,24 @@ def test_a_twin_that_passes_turns_the_report_into_an_error(
         "# ERROR: specproof.audit.examples:rejection_sample: its must-fail twin passed too, "
         "so this report cannot tell a wrong law apart"
     )
+
+
+def test_a_report_short_of_its_power_is_inconclusive_not_a_failure() -> None:
+    """A report with no failed row but a case it could not run (here marked skipped by hand)
+    starts with INCONCLUSIVE, names what fell short and exits 4: not PASS, and not FAIL with
+    "0 rows failed"."""
+    from specproof.audit.report import AuditReport, exact_row
+    from specproof.command_rules import INCONCLUSIVE
+    from specproof.parity.report import verdict_line
+    from specproof.parity.run import exit_status
+    from specproof.testing.levels import LEVELS
+    from specproof.testing.lossless import Outcome
+
+    report = AuditReport("mod:fn", "verifier")
+    report.results.append(exact_row("small-vocab", "support", None, "PASS", "none impossible"))
+    report.skipped.append("filters-order")
+    twin = AuditReport("mod:fn (twin)", "verifier")
+    twin.results.append(exact_row("small-vocab", "support", None, "FAIL", "impossible outcome"))
+    outcome = Outcome(LEVELS["quick"], report, twin)
+    assert verdict_line(outcome) == "# INCONCLUSIVE: mod:fn: not audited: filters-order"
+    assert exit_status(outcome) == INCONCLUSIVE
