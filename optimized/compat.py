@@ -42,9 +42,11 @@ from .verify import chain_verify
 
 PLACEHOLDER_TOKEN_ID = PLACEHOLDER_DRAFT
 """vLLM's id for a draft slot with no token (the checks' ``PLACEHOLDER_DRAFT``)."""
-GREEDY_TEMPERATURE = -1.0
-"""vLLM marks greedy requests with temperature -1 (older releases used 0; both are read as
-greedy here)."""
+GREEDY_TEMPERATURE = 0.0
+"""vLLM marks greedy requests with temperature 0 (older releases used -1: both are read as greedy
+here, see ``LEGACY_GREEDY_TEMPERATURE``)."""
+LEGACY_GREEDY_TEMPERATURE = -1.0
+"""The greedy marker of older vLLM releases."""
 
 
 def _fresh_seed(generator: torch.Generator | None) -> int:
@@ -425,5 +427,5 @@ def _greedy_as_zero_temperature(metadata: Any, batch: int, device: torch.device)
     temperature = getattr(metadata, "temperature", None)
     if getattr(metadata, "all_random", False) or temperature is None:
         return torch.ones(batch, device=device)
-    greedy = (temperature == GREEDY_TEMPERATURE) | (temperature == 0)
+    greedy = (temperature == GREEDY_TEMPERATURE) | (temperature == LEGACY_GREEDY_TEMPERATURE)
     return torch.where(greedy.to(device), 0.0, 1.0)

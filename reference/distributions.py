@@ -11,9 +11,6 @@ Tokens = tuple[int, ...]
 Dist = tuple[Fraction, ...]
 """A distribution: ``dist[v]`` is the exact probability of token ``v``."""
 
-Number = Fraction | int | float | str
-"""What users may write for a probability: floats convert exactly, strings like ``"7/10"``."""
-
 
 def to_fraction(value: object, *, where: str) -> Fraction:
     """Convert ``value`` to an exact ``Fraction``; ``where`` names it in errors."""

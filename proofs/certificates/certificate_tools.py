@@ -87,15 +87,6 @@ def assert_lossless(
     require(distance == 0, f"{what}: exact TV distance from the target law is {distance}, not 0")
 
 
-def assert_lossy(
-    dec: SpeculativeDecoder, prompts: Sequence[Tokens], num_tokens: int, what: str
-) -> Fraction:
-    """The exact output law of ``dec`` differs from the target law; returns the distance."""
-    distance = distance_from_target(dec, prompts, num_tokens)
-    require(distance > 0, f"{what}: expected a biased law, got the exact target law")
-    return distance
-
-
 def laws(
     dec: SpeculativeDecoder, prompts: Sequence[Tokens], num_tokens: int
 ) -> tuple[dict[Outputs, Fraction], dict[Outputs, Fraction]]:

@@ -205,10 +205,3 @@ def cells_and_n(alpha: float, beta: float, delta: float, tolerance: float = 1e-4
             cells = int((q >= SMALL_MASS).sum()) + 1
             most = max(most, required_samples(delta, alpha, beta, cells, tolerance))
     return most
-
-
-def describe_power(alpha: float, beta: float, delta: float) -> str:
-    return (
-        f"fidelity rows: alpha = {alpha:g} each, power >= {1 - beta:g} against TV >= {delta:g} "
-        f"between the drawn law and the reported q (n <= {cells_and_n(alpha, beta, delta)})"
-    )

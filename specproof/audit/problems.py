@@ -152,32 +152,3 @@ def exact_output_law(problem: TableProblem) -> dict[tuple[int, ...], float]:
     for (prefix, _), w in law.items():
         out[prefix] = out.get(prefix, 0.0) + w
     return out
-
-
-def exact_length_law(problem: TableProblem) -> dict[int, float]:
-    """Law of the tokens one round emits (accepted drafts + 1) under chain verification.
-
-    P(first k drafts accepted, state s) follows a forward recursion over states with the
-    accepted-token mass min(p, q); ragged problems mix draft lengths 0..gamma uniformly.
-    """
-    p, q = problem.p64(), problem.q64()
-    states, gamma = problem.states, problem.gamma
-    next_state = np.arange(problem.vocab) % states
-    reach = [np.eye(states)[problem.prompt_state]]
-    for k in range(gamma):
-        accepted = np.minimum(p[k], q[k])  # [s, V]
-        step = np.zeros(states)
-        for s2 in range(states):
-            step[s2] = reach[-1] @ accepted[:, next_state == s2].sum(axis=1)
-        reach.append(step)
-    survive = [float(r.sum()) for r in reach]  # P(at least k accepted), k = 0..gamma
-    lengths = [None] if not problem.ragged else list(range(gamma + 1))
-    law: dict[int, float] = {}
-    for length in lengths:
-        drafts = gamma if length is None else length
-        weight = 1.0 / len(lengths)
-        for k in range(drafts + 1):
-            at_least = survive[k]
-            more = survive[k + 1] if k < drafts else 0.0
-            law[k + 1] = law.get(k + 1, 0.0) + weight * (at_least - more)
-    return {k: v for k, v in law.items() if v > 0}

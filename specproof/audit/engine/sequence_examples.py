@@ -17,8 +17,6 @@ while the median stopping time falls from 28 to 17.4 tokens and the mean emitted
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from .block import BlockProposal, block_round, round_engine
@@ -140,11 +138,6 @@ def long_engine() -> Engine:
 
 def drift_mutant() -> Engine:
     return _engine("block mutant: 1.5 % of each position's mass moved to EOS", drifted_probs)
-
-
-def median_stop(eos_mass: float) -> float:
-    """The median of a geometric stopping time with this EOS mass per position."""
-    return math.log(0.5) / math.log(1 - eos_mass)
 
 
 def stop_law(eos_mass: float, tokens: int) -> list[float]:
