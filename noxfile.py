@@ -291,6 +291,8 @@ def audit_mlx(session: nox.Session) -> None:
         "mlx[cpu]==0.32.4", "mlx-lm==0.32.2",
     )  # fmt: skip
     session.install("--no-deps", "-e", ".")
+    session.install("pytest", "hypothesis")  # the adapter's tests against mlx-lm's own sampler
+    session.run("python", "-m", "pytest", "tests/audit/test_mlx_engine.py", "-q")
     session.run(
         "python", "-m", "specproof.audit.engine.real_audit", "mlx-lm", *session.posargs,
         env=REAL_ENGINE_ENV,

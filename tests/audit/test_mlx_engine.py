@@ -119,8 +119,10 @@ def test_rounds_are_read_from_the_draft_flags(
 def test_law_matches_mlx_lms_own_sampler_functions() -> None:
     """Where mlx-lm is installed: the kept set and renormalised law of mlx-lm's top-p, min-p
     and top-k on random rows equal :func:`chain_probs`' (exact up to float32 rounding)."""
-    mx = pytest.importorskip("mlx.core")
-    sample_utils = pytest.importorskip("mlx_lm.sample_utils")
+    mx = pytest.importorskip("mlx.core", reason="mlx is installed only in the audit-mlx venv")
+    sample_utils = pytest.importorskip(
+        "mlx_lm.sample_utils", reason="mlx-lm is installed only in the audit-mlx venv"
+    )
     generator = torch.Generator().manual_seed(0)
     for _ in range(50):
         logits = 3 * torch.randn(8, generator=generator)

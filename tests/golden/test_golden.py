@@ -169,7 +169,7 @@ def test_the_command_writes_both_files_and_refuses_a_file_as_folder(
 def build(tmp_path: Path, *flags: str) -> Path:
     compiler = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if compiler is None:
-        pytest.skip("no C compiler")
+        pytest.skip("no C compiler on PATH (cc, gcc or clang): the C checker cannot be built")
     binary = tmp_path / "check_golden"
     command = [compiler, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", *flags]
     subprocess.run([*command, "-o", str(binary), *map(str, C_SOURCES), "-lm"], check=True)

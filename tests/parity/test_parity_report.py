@@ -69,7 +69,7 @@ def test_an_engine_gets_a_passing_report_and_its_broken_twin_a_failing_one(
 
 
 def test_the_plots_are_written_when_matplotlib_is_there(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+    pytest.importorskip("matplotlib", reason="plots need matplotlib (the test extra installs it)")
     code, lines = report(tmp_path, *ENGINE, "plugin.engines:correct_engine")
     assert code == 0
     names = sorted(p.name for p in tmp_path.glob("*.png"))
