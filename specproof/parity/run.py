@@ -6,14 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from specproof.audit.cli import load_callable
-from specproof.audit.engine.audit import (
-    exact_tokens_for,
-    guarded_probs,
-    run_prompts,
-    sample_runs,
-    target_vocab,
-)
+from specproof.audit.engine.audit import exact_tokens_for
 from specproof.audit.engine.laws import first_tokens_law
+from specproof.audit.engine.runs import guarded_probs, run_prompts, sample_runs, target_vocab
 from specproof.audit.engine.subject import Engine
 from specproof.audit.guard import Guard
 from specproof.audit.laws import tokens_law

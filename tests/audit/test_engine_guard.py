@@ -220,7 +220,7 @@ def test_a_prompt_outside_the_vocabulary_is_refused_before_any_run(prompt: tuple
     def probs(sequences: torch.Tensor) -> torch.Tensor:
         return TABLE[sequences]  # an index outside 0..3 raises IndexError here
 
-    from specproof.audit.engine.audit import PromptError
+    from specproof.audit.engine.runs import PromptError
 
     with pytest.raises(PromptError, match="prompt"):
         audit_engine(Engine("p", generate, probs, prompt), num_new_tokens=2, runs=RUNS)

@@ -278,7 +278,7 @@ def test_sequence_arguments_are_refused_before_any_run(
 
 
 def test_audit_engine_refuses_the_same_combinations_before_any_run() -> None:
-    from specproof.audit.engine.audit import SetupError
+    from specproof.audit.engine.runs import SetupError
 
     CALLS.clear()
     with pytest.raises(SetupError, match="must stay below delta"):

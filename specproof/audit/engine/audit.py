@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import torch
 
-from ..guard import TIMEOUT_CHECK, Guard, SubjectFailure
-from ..report import AuditReport, CaseResult, exact_row
+from ..guard import Guard, SubjectFailure
+from ..report import AuditReport, CaseResult
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, rounds_needed
 from .coverage import coverage_row
 from .laws import first_tokens_law, next_token_rows
-from .outputs import checked_rows, emission_of, emissions_of
 from .rows import (
     Settings,
     exact_law_row,
@@ -24,6 +22,16 @@ from .rows import (
     pit_values,
     support_row,
 )
+from .runs import (
+    Bars,
+    SetupError,
+    failure_row,
+    guarded_probs,
+    run_prompts,
+    sample_runs,
+    target_vocab,
+)
+from .sequence import sequence_problem, simulation_problem, timed_sequence_rows
 from .subject import Emission, Engine
 
 DEFAULT_DELTA = 0.1
@@ -36,65 +44,8 @@ MAX_EXACT_CELLS = 64
 GREEDY_RUNS = 50
 """Runs of a greedy engine, each from its own random prompt (one prompt has one output)."""
 
-Bars = Callable[[str], Callable[[int, int], None]]
-
-
-class SetupError(ValueError):
-    """The audit cannot start as asked (checked before any run); ``argument`` names what to
-    change (prompt, eos, tokens, runs)."""
-
-    def __init__(self, argument: str, message: str) -> None:
-        super().__init__(message)
-        self.argument = argument
-
-
-class PromptError(SetupError):
-    """The prompt is empty or holds an id outside the target's vocabulary."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("prompt", message)
-
-
 MAX_ROW_BYTES = 4 << 30
 """The teacher-forced rows of every run, [runs, tokens + 1, V] float64, may take this much."""
-
-
-def run_prompts(engine: Engine, runs: int, vocab: int, seed: int) -> list[tuple[int, ...]]:
-    """The engine's prompt for every run of a sampled engine; random prompts of the same
-    length (without EOS) for a greedy one, whose output one prompt determines."""
-    if not engine.greedy:
-        return [engine.prompt] * runs
-    rng = np.random.default_rng(seed)
-    tokens = [t for t in range(vocab) if t not in engine.eos_ids]
-    return [tuple(int(t) for t in rng.choice(tokens, len(engine.prompt))) for _ in range(runs)]
-
-
-def guarded_probs(guard: Guard, engine: Engine) -> Callable[[torch.Tensor], torch.Tensor]:
-    """``engine.target_probs`` through the guard, every answer checked (one vocabulary)."""
-    vocab: list[int] = []
-
-    def target_probs(sequences: torch.Tensor) -> torch.Tensor:
-        what = f"target_probs on sequences {tuple(sequences.shape)}"
-        out = guard.call("target_probs", what, engine.target_probs, sequences)
-        rows = checked_rows(out, sequences, vocab[0] if vocab else None)
-        vocab[:] = [rows.shape[-1]]
-        return rows
-
-    return target_probs
-
-
-def target_vocab(probs: Callable[[torch.Tensor], torch.Tensor], engine: Engine) -> int:
-    """V, from one call on a prompt of zeros (the engine's own prompt is checked against it
-    before the target sees it)."""
-    if not engine.prompt:
-        raise PromptError("the prompt is empty: give at least one id")
-    vocab = int(probs(torch.zeros((1, len(engine.prompt)), dtype=torch.long)).shape[-1])
-    outside = [t for t in engine.prompt if not 0 <= t < vocab]
-    if outside:
-        raise PromptError(
-            f"prompt id {outside[0]} is outside the target's vocabulary 0..{vocab - 1}"
-        )
-    return vocab
 
 
 def check_plan(
@@ -116,50 +67,9 @@ def check_plan(
             "tokens or runs",
         )
     if sequence_tokens:
-        from .sequence import simulation_problem
-
         problem = simulation_problem(len(engine.prompt), sequence_tokens, vocab)
         if problem:
             raise SetupError("sequence", problem)
-
-
-def sample_runs(
-    engine: Engine,
-    prompts: list[tuple[int, ...]],
-    num_new_tokens: int,
-    seed: int,
-    bars: Bars | None,
-    guard: Guard | None = None,
-) -> list[Emission]:
-    """Run ``engine`` once per prompt: run i with seed + i, or batch b of a batched engine
-    with seed + b. A failure carries the number of runs completed before it."""
-    guard = guard or Guard()
-    runs = len(prompts)
-    update = bars(engine.name) if bars else None
-    emitted: list[Emission] = []
-    step = engine.batch if engine.generate_many else 1
-    for call, start in enumerate(range(0, runs, step)):
-        chunk = prompts[start : start + step]
-        try:
-            if engine.generate_many:
-                what = f"generate_many (runs {start}..{start + len(chunk) - 1})"
-                many: Any = guard.call(
-                    "generate", what, engine.generate_many, chunk, num_new_tokens, seed + call
-                )
-                emitted += emissions_of(many, start, len(chunk))
-            else:
-                one: Any = guard.call(
-                    "generate", f"generate run {start}", engine.generate, chunk[0],
-                    num_new_tokens, seed + start,
-                )  # fmt: skip
-                emitted.append(emission_of(one, start))
-        except SubjectFailure as failure:
-            failure.runs_done = len(emitted)
-            raise
-        done = len(emitted)
-        if update and (done == runs or step > 1 or done % max(runs // 50, 1) == 0):
-            update(done, runs)
-    return emitted
 
 
 def teacher_forced_rows(
@@ -191,17 +101,6 @@ def exact_tokens_for(vocab: int, num_new_tokens: int) -> int:
     return tokens
 
 
-def failure_row(case: str, failure: SubjectFailure, runs: int | None) -> CaseResult:
-    """A misbehaving subject as an exact FAIL row; n counts the runs completed before it."""
-    done = failure.runs_done
-    summary = failure.reason
-    if failure.check == TIMEOUT_CHECK and done is not None and runs is not None:
-        summary += f"; {done} of {runs} runs completed"
-    return exact_row(
-        case, failure.check, done, "FAIL", summary, f"{case}/{failure.check}: {summary}"
-    )
-
-
 def audit_engine(
     engine: Engine,
     *,
@@ -229,8 +128,6 @@ def audit_engine(
     if sequence_tokens and not engine.eos_ids:
         raise SetupError("eos", "the sequence rows need the engine's EOS (it has none)")
     if sequence_tokens:
-        from .sequence import sequence_problem
-
         problem = sequence_problem(sequence_tokens, alpha, beta, delta, tolerance)
         if problem:
             raise SetupError("sequence", problem)
@@ -313,8 +210,6 @@ def add_sequence_rows(
 ) -> None:
     """The layout, stop and length rows over long runs, and a note of what they cost;
     ``probs``: the 4-token rows' guarded ``target_probs`` (one V for every answer)."""
-    from .sequence import timed_sequence_rows
-
     if engine.greedy:
         report.notes.append("sequence rows: not run for a greedy engine (one output per prompt)")
         return

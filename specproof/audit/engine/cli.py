@@ -19,7 +19,8 @@ from ..cli import _positive, _rate, _tolerance, load_callable
 from ..guard import describe
 from ..report import publish
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, progress_bar
-from .audit import DEFAULT_BINS, DEFAULT_DELTA, SetupError, audit_engine
+from .audit import DEFAULT_BINS, DEFAULT_DELTA, audit_engine
+from .runs import SetupError
 from .subject import Engine
 
 PROG = "specproof audit-engine"

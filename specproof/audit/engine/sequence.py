@@ -43,6 +43,7 @@ from ..guard import Guard, SubjectFailure
 from ..report import CaseResult
 from .laws import probability_rows
 from .rows import layout_row
+from .runs import failure_row, guarded_probs, sample_runs, target_vocab
 from .subject import Emission, Engine, TargetProbs
 
 SEQUENCE_TOKENS = 64
@@ -300,8 +301,6 @@ def timed_sequence_rows(
     holding the V of earlier answers (:func:`.audit.guarded_probs`), or None to guard them
     here. A subject that misbehaves (a run out of layout, a call that raises, returns what its
     contract rules out or runs past ``guard``'s time limit) ends the rows with a FAIL row."""
-    from .audit import failure_row, guarded_probs, sample_runs, target_vocab
-
     n = runs or runs_needed(delta, alpha, beta, tolerance)
     case = sequence_case(engine, tokens)
     guard = guard or Guard()
