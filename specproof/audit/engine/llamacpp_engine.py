@@ -18,19 +18,19 @@ emitted (the generated ones, not the prompt), then top-k, top-p, min-p, temperat
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import tarfile
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from .beside_hf import audit_beside_hf, gap_sequences, logit_gap
 from .real_models import LOOKUP_PROMPT, PROMPT, ModelPaths, load_target
 from .subject import Emission, Engine, TargetProbs
 
@@ -276,20 +276,15 @@ def open_llama(path: Path, draft_model: Any = None) -> Any:
     )  # fmt: skip
 
 
-def logit_gap(llama: Any, target: Any, sequences: list[list[int]]) -> tuple[float, float]:
-    """(largest |logit difference|, largest TV between softmax rows) of llama.cpp and HF on
-    the same sequences (all positions)."""
-    worst_logit = worst_tv = 0.0
-    for sequence in sequences:
+def llama_logits(llama: Any) -> Callable[[list[int]], torch.Tensor]:
+    """llama.cpp's logits at every position of a sequence, [len, V]."""
+
+    def logits(sequence: list[int]) -> torch.Tensor:
         llama.reset()
         llama.eval(sequence)
-        ours = torch.tensor(np.array(llama.scores[: len(sequence)]), dtype=torch.float64)
-        with torch.no_grad():
-            theirs = target(torch.tensor([sequence])).logits[0].to(torch.float64)
-        worst_logit = max(worst_logit, float((ours - theirs).abs().max()))
-        tv = 0.5 * (torch.softmax(ours, -1) - torch.softmax(theirs, -1)).abs().sum(-1)
-        worst_tv = max(worst_tv, float(tv.max()))
-    return worst_logit, worst_tv
+        return torch.tensor(np.array(llama.scores[: len(sequence)]), dtype=torch.float64)
+
+    return logits
 
 
 def llamacpp_engine(config: LlamaCppConfig, paths: ModelPaths, ggufs: ModelPaths) -> Engine:
@@ -332,19 +327,8 @@ def installed_version() -> str:
     return str(llama_cpp.__version__)
 
 
-def gap_sequences(count: int = 32, length: int = 16, seed: int = 0) -> list[list[int]]:
-    from .real_models import VOCAB
-
-    rng = np.random.default_rng(seed)
-    return [[int(t) for t in rng.integers(0, VOCAB, length)] for _ in range(count)]
-
-
 def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> None:
     """Audit one llama.cpp configuration in this process; write its entry to ``out``."""
-    from ..run import DEFAULT_TOLERANCE, progress_bar
-    from .audit import audit_engine
-    from .real_table import entry
-
     config = by_name(name)
     paths = ModelPaths(models / "target", models / "draft")
     converter = converter_folder(Path(sys.prefix) / "share" / "specproof")  # kept with the venv
@@ -352,43 +336,8 @@ def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> N
         *(p.with_suffix(".gguf") if p.with_suffix(".gguf").exists() else to_gguf(p, converter)
           for p in (paths.target, paths.draft))
     )  # fmt: skip
-    gap_logit, gap_tv = logit_gap(
-        open_llama(ggufs.target), load_target(paths.target), gap_sequences()
-    )
-    # A row of N tokens can differ by up to N times the per-row gap; the exact row has N = 2.
-    tolerance = max(DEFAULT_TOLERANCE, 2 * gap_tv)
-    started = time.perf_counter()
-    engine = llamacpp_engine(config, paths, ggufs)
-    startup = time.perf_counter() - started
-    report = audit_engine(
-        engine, num_new_tokens=config.tokens, runs=runs, tolerance=tolerance, bars=progress_bar()
-    )
-    report.notes.append(
-        f"llama.cpp vs HF on the same weights: max |logit gap| {gap_logit:.2e}, max row TV "
-        f"{gap_tv:.2e} (32 random sequences of 16); --tolerance {tolerance:.2e}"
-    )
-    coverage = next((r for r in report.results if r.check == "coverage"), None)
-    record = entry(
-        "llama.cpp",
-        f"(llama-cpp-python {installed_version()})",
-        config.name,
-        report,
-        control=config.control,
-        settings={
-            "sampling": config.sampling_label,
-            "drafter": config.label,
-            "tokens": config.tokens,
-            "prompt": list(config.prompt),
-            "logit_gap": gap_logit,
-            "row_tv_gap": gap_tv,
-            "tolerance": tolerance,
-            "startup_seconds": round(startup, 1),
-        },
-        coverage="-" if coverage is None or config.drafter == "none" else coverage_text(coverage),
-    )
-    print(report.table(), file=sys.stderr, flush=True)
-    out.write_text(json.dumps(record))
-
-
-def coverage_text(row: Any) -> str:
-    return row.summary + ("" if row.verdict == "pass" else f" ({row.detail})")
+    gap = logit_gap(llama_logits(open_llama(ggufs.target)), load_target(paths.target),
+                    gap_sequences())  # fmt: skip
+    version = f"(llama-cpp-python {installed_version()})"
+    build = partial(llamacpp_engine, config, paths, ggufs)
+    audit_beside_hf("llama.cpp", version, config, build, gap, runs, out)

@@ -18,18 +18,17 @@ top-k, temperature.
 
 from __future__ import annotations
 
-import json
 import math
-import sys
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from .beside_hf import audit_beside_hf, gap_sequences, logit_gap
 from .real_models import PROMPT, ModelPaths, load_target
 from .subject import Emission, Engine, TargetProbs
 
@@ -233,21 +232,15 @@ def load_mlx(path: Path) -> Any:
     return model
 
 
-def logit_gap(model: Any, target: Any, sequences: Iterable[list[int]]) -> tuple[float, float]:
-    """(largest |logit difference|, largest TV between softmax rows) of mlx-lm and HF on the
-    same sequences (all positions)."""
+def mlx_logits(model: Any) -> Callable[[list[int]], torch.Tensor]:
+    """mlx-lm's logits at every position of a sequence, [len, V]."""
     import mlx.core as mx
 
-    worst_logit = worst_tv = 0.0
-    for sequence in sequences:
-        logits = model(mx.array([sequence]))
-        ours = torch.tensor(np.array(logits.astype(mx.float32))[0], dtype=torch.float64)
-        with torch.no_grad():
-            theirs = target(torch.tensor([sequence])).logits[0].to(torch.float64)
-        worst_logit = max(worst_logit, float((ours - theirs).abs().max()))
-        tv = 0.5 * (torch.softmax(ours, -1) - torch.softmax(theirs, -1)).abs().sum(-1)
-        worst_tv = max(worst_tv, float(tv.max()))
-    return worst_logit, worst_tv
+    def logits(sequence: list[int]) -> torch.Tensor:
+        out = model(mx.array([sequence]))
+        return torch.tensor(np.array(out.astype(mx.float32))[0], dtype=torch.float64)
+
+    return logits
 
 
 def mlx_engine(config: MlxConfig, paths: ModelPaths) -> Engine:
@@ -310,49 +303,14 @@ def installed_version() -> str:
 
 def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> None:
     """Audit one mlx-lm configuration in this process; write its entry to ``out``."""
-    from ..run import DEFAULT_TOLERANCE, progress_bar
-    from .audit import audit_engine
-    from .llamacpp_engine import coverage_text, gap_sequences
-    from .real_table import entry
-
     config = by_name(name)
     paths = ModelPaths(models / "target", models / "draft")
-    gap_logit, gap_tv = logit_gap(load_mlx(paths.target), load_target(paths.target),
-                                  gap_sequences())  # fmt: skip
-    # A row of N tokens can differ by up to N times the per-row gap; the exact row has N = 2.
-    tolerance = max(DEFAULT_TOLERANCE, 2 * gap_tv)
-    started = time.perf_counter()
-    engine = mlx_engine(config, paths)
-    startup = time.perf_counter() - started
-    report = audit_engine(
-        engine, num_new_tokens=config.tokens, runs=runs, tolerance=tolerance, bars=progress_bar()
+    gap = logit_gap(mlx_logits(load_mlx(paths.target)), load_target(paths.target),
+                    gap_sequences())  # fmt: skip
+    prompt = (
+        f"random prompts of {len(config.prompt)} tokens, one per run"
+        if config.greedy
+        else list(config.prompt)
     )
-    report.notes.append(
-        f"mlx-lm vs HF on the same weights: max |logit gap| {gap_logit:.2e}, max row TV "
-        f"{gap_tv:.2e} (32 random sequences of 16); --tolerance {tolerance:.2e}"
-    )
-    coverage = next((r for r in report.results if r.check == "coverage"), None)
-    record = entry(
-        "mlx-lm",
-        installed_version(),
-        config.name,
-        report,
-        control=config.control,
-        settings={
-            "sampling": config.sampling_label,
-            "drafter": config.label,
-            "tokens": config.tokens,
-            "prompt": (
-                f"random prompts of {len(config.prompt)} tokens, one per run"
-                if config.greedy
-                else list(config.prompt)
-            ),
-            "logit_gap": gap_logit,
-            "row_tv_gap": gap_tv,
-            "tolerance": tolerance,
-            "startup_seconds": round(startup, 1),
-        },
-        coverage="-" if coverage is None or config.drafter == "none" else coverage_text(coverage),
-    )
-    print(report.table(), file=sys.stderr, flush=True)
-    out.write_text(json.dumps(record))
+    build = partial(mlx_engine, config, paths)
+    audit_beside_hf("mlx-lm", installed_version(), config, build, gap, runs, out, prompt)
