@@ -55,9 +55,10 @@ def broken_links(root: Path) -> list[str]:
             where = f"{page.relative_to(root)}: {target}"
             if not resolved.exists():
                 broken.append(f"{where} (no such file)")
-            elif anchor and resolved.suffix == ".md":
-                if anchor not in anchors(resolved.read_text()):
-                    broken.append(f"{where} (no heading with that anchor)")
+            elif (
+                anchor and resolved.suffix == ".md" and anchor not in anchors(resolved.read_text())
+            ):
+                broken.append(f"{where} (no heading with that anchor)")
     return broken
 
 

@@ -21,7 +21,9 @@ def test_python_blocks_run() -> None:
         for block in blocks:
             exec(compile(block, str(page), "exec"), {})
         ran += len(blocks)
-    assert re.search(r"```python\n", REFERENCE_PAGE.read_text()), "docs/reference.md lost its examples"
+    assert re.search(r"```python\n", REFERENCE_PAGE.read_text()), (
+        "docs/reference.md lost its examples"
+    )
     assert ran, "no page has a Python example"
 
 
