@@ -43,3 +43,12 @@ def test_reference_timings_are_the_committed_measurement() -> None:
     reference = REFERENCE_PAGE.read_text()
     assert markdown(figures) in reference
     assert exact_law_sentence in reference, exact_law_sentence
+
+
+def test_the_readme_engine_result_is_the_engine_pages() -> None:
+    """The README's audit-engine result (the historical transformers table) is quoted row for
+    row from docs/engine_audit.md, so the two copies cannot drift apart."""
+    rows = [line for line in README.read_text().splitlines() if line.startswith("| 4.4")]
+    assert len(rows) == 2, rows
+    engine_page = (ROOT / "docs" / "engine_audit.md").read_text().splitlines()
+    assert all(row in engine_page for row in rows), rows
