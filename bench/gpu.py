@@ -278,7 +278,7 @@ README_COLUMNS = (
 
 
 def readme_cells(row: dict) -> list[str]:
-    """The README's GPU table row for one result: milliseconds to 3 significant digits."""
+    """docs/optimized.md's GPU table row for one result: milliseconds to 3 significant digits."""
     names = {"probs": "probabilities", "logits": "logits"}
     cells = [names[row["input"]]]
     for name in README_COLUMNS:

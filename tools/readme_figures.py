@@ -1,9 +1,9 @@
-"""Re-measure every timing the README quotes for the reference and the matrix.
+"""Re-measure every timing README.md and docs/reference.md quote for the reference and matrix.
 
     python tools/readme_figures.py [--repeats 3] [--budget 20] [--out PATH.json]
 
 Writes the JSON (with the machine, the load average and the commit) and prints the Markdown the
-README quotes. Three figures:
+pages quote. Three figures:
 
 - the lossless matrix (``specproof matrix``'s computation, in process), median and range;
 - one exact law, V = 4, gamma = 3, N = 4, R = 1 (dense tables, chain rule + Algorithm 1);
@@ -128,7 +128,8 @@ def _seconds(figure: dict) -> str:
 
 
 def quoted_timings(figures: dict) -> list[str]:
-    """The sentences the README quotes, word for word."""
+    """The sentences quoted word for word: the matrix's in README.md, the exact law's in
+    docs/reference.md."""
     return [
         f"The matrix takes {_seconds(figures['matrix'])}",
         f"takes {_seconds(figures['exact_law_v4_g3_n4_r1'])}",

@@ -1,7 +1,7 @@
 """Public bug classes of speculative-decoding verifiers and drafters, each as a small model of its
 mechanism (not the engine's code), the audit row that catches it and the test that shows it.
 
-``python -m specproof.audit.bugclasses --markdown`` prints the README's table. Each model is
+``python -m specproof.audit.bugclasses --markdown`` prints docs/audit.md's table. Each model is
 importable (``specproof.audit.bugclasses:MODEL``) and killed by the default command
 ``specproof audit specproof.audit.bugclasses:MODEL --signature SIGNATURE`` (drafters:
 ``specproof audit specproof.audit.examples:rejection_sample --signature vllm --drafter
@@ -413,7 +413,7 @@ def markdown() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--markdown", action="store_true", help="print the README's table")
+    parser.add_argument("--markdown", action="store_true", help="print docs/audit.md's table")
     args = parser.parse_args(argv)
     if args.markdown:
         print(markdown())

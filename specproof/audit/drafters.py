@@ -197,7 +197,7 @@ def bf16_tv(temperature: float, seed: int = 0) -> list[float]:
 
 
 def cells_and_n(alpha: float, beta: float, delta: float, tolerance: float = 1e-4) -> int:
-    """The largest n a fidelity row draws (for the README)."""
+    """The largest n a fidelity row draws (for docs/audit.md)."""
     most = 0
     for temperature in TEMPERATURES:
         for row in llm_rows():

@@ -83,16 +83,16 @@ def test_exact_rows_print_no_statistical_columns(
     assert all(r["alpha"] == 0 and r["n"] is None for r in rows)
 
 
-def test_the_readme_scheduler_excerpt_is_what_the_command_prints(
+def test_the_scheduler_excerpts_are_what_the_command_prints(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Every line of the README's scheduler-audit excerpt (between the command and the exit
-    status, "..." elisions aside) is a line the command prints, seconds aside."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    """Every line of the scheduler-audit excerpts in README.md and docs/audit.md (between the
+    command and the exit status, "..." elisions aside) is a line the command prints, seconds
+    aside."""
+    root = Path(__file__).resolve().parents[2]
     command = (
         "$ specproof audit specproof.audit.examples:global_search_schedule --scheduler --quiet"
     )
-    excerpt = readme.split(command, 1)[1].split("(exit status 1)", 1)[0].strip().splitlines()
     assert main(["specproof.audit.examples:global_search_schedule", "--scheduler", "--quiet"]) == 1
     printed = capsys.readouterr().out.splitlines()
 
@@ -100,6 +100,10 @@ def test_the_readme_scheduler_excerpt_is_what_the_command_prints(
         return line.split(": FAIL (")[0]
 
     printed_set = {timeless(line) for line in printed}
-    shown = [line for line in excerpt if line != "..."]
-    assert len(shown) >= 5
-    assert all(timeless(line) in printed_set for line in shown), shown
+    for page in (root / "README.md", root / "docs" / "audit.md"):
+        text = page.read_text()
+        assert command in text, page
+        excerpt = text.split(command, 1)[1].split("(exit status 1)", 1)[0].strip().splitlines()
+        shown = [line for line in excerpt if line != "..."]
+        assert len(shown) >= 5, page
+        assert all(timeless(line) in printed_set for line in shown), (page, shown)

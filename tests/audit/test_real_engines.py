@@ -1,6 +1,6 @@
 """The pure parts of the real-engine audits (no vLLM or llama.cpp needed): the configurations
 and the parameters they hand the engine, the coverage row from vLLM's counters, the results
-table, and the README section that renders the committed results file."""
+table, and the docs/real_engines.md page that renders the committed results file."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from specproof.audit.engine.real_models import ModelPaths
 from specproof.audit.report import AuditReport, CaseResult, exact_row
 
 ROOT = Path(__file__).resolve().parents[2]
-SECTION = "## Real engines audited"
+SECTION = "# Real engines audited"
 
 
 def test_every_speculative_configuration_has_a_control_run_before_it() -> None:
@@ -196,8 +196,8 @@ def test_merge_replaces_only_the_engines_own_entries() -> None:
     assert real_table.merge([], "b", [{"engine": "b"}]) == [{"engine": "b"}]
 
 
-def readme_section() -> str:
-    text = (ROOT / "README.md").read_text()
+def page_section() -> str:
+    text = (ROOT / "docs" / "real_engines.md").read_text()
     start = text.index(SECTION)
     end = text.find("\n## ", start + len(SECTION))
     return text[start : end if end >= 0 else len(text)]
@@ -208,9 +208,9 @@ def test_committed_markdown_renders_the_committed_json() -> None:
     assert (ROOT / real_table.MD_PATH).read_text() == real_table.markdown(records)
 
 
-def test_readme_section_holds_the_committed_table() -> None:
+def test_page_section_holds_the_committed_table() -> None:
     table = (ROOT / real_table.MD_PATH).read_text()
-    assert table in readme_section()
+    assert table in page_section()
 
 
 def test_expand_in_place_writes_each_requests_value_into_the_output() -> None:

@@ -21,7 +21,7 @@ from specproof.e2e.evaluation import (
 from specproof.e2e.models.loading import SHIPPED_DIR
 from specproof.e2e.report.__main__ import main as report_main
 from specproof.e2e.training import ship, sweep
-from specproof.sections import _markers
+from specproof.sections import section_markers
 
 USAGE_ERROR = 2
 
@@ -137,6 +137,6 @@ def test_report_refuses_results_without_a_plan_and_misplaced_markers(
     markdown = tmp_path / "BENCHMARKS.md"
     argv = [str(results), "--markdown", str(markdown)]
     assert "'plan'" in one_line_exit_2(report_main, argv, capsys)
-    begin, end = _markers("e2e")
+    begin, end = section_markers("e2e")
     markdown.write_text(f"# Benchmarks\n\n{end}\nold\n{begin}\n")
     assert "end marker comes before" in one_line_exit_2(report_main, argv, capsys)

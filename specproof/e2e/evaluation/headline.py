@@ -340,7 +340,7 @@ def fmt_interval(entry: dict[str, Any]) -> str:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """The README/BENCHMARKS table of a headline result."""
+    """The docs/end_to_end.md and BENCHMARKS.md table of a headline result."""
     lines = [
         "| domain / T | EAGLE-3 gamma (pilot) | tau DSpark / EAGLE-3 | DSpark + Alg. 1 x target "
         "[95 %] | target | EAGLE-3 x target [95 %] | DSpark / EAGLE-3 [95 %] | chunks DSpark "

@@ -5,25 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from specproof.command_rules import OneLineParser, output_path_problem
-from specproof.sections import _markers, replace_section
+from specproof.sections import markers_problem, replace_section
 
 from ..arguments import json_object
 from .document import markdown
 
 SECTION = "e2e"
-
-
-def markers_problem(text: str) -> str | None:
-    """Why the section markers in ``text`` cannot be rewritten, or None."""
-    begin, end = _markers(SECTION)
-    count_begin, count_end = text.count(begin), text.count(end)
-    if count_begin > 1 or count_end > 1:
-        return f"the {SECTION} section's markers appear more than once"
-    if count_begin != count_end:
-        return f"the {SECTION} section has a {'begin' if count_begin else 'end'} marker only"
-    if count_begin and text.index(end) < text.index(begin):
-        return f"the {SECTION} section's end marker comes before its begin marker"
-    return None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -33,7 +20,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if problem := output_path_problem("--markdown", str(args.markdown)):
         parser.error(problem)
-    if args.markdown.is_file() and (problem := markers_problem(args.markdown.read_text())):
+    if args.markdown.is_file() and (problem := markers_problem(args.markdown.read_text(), SECTION)):
         parser.error(f"--markdown {args.markdown}: {problem}")
     results = json_object(parser, args.json_path, "JSON_PATH", ("plan",))
     try:
