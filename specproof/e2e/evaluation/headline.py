@@ -14,7 +14,7 @@ select on the data it is judged on:
 2. main (held-out evaluation prompts): three decoders only (the target, DSpark + Algorithm 1,
    EAGLE-3 at the chosen gamma), paired the same way, over the number of chunks at which the
    one-sided exact sign test (alpha 0.05) has power 0.8 against a 70 % win rate
-   (:func:`specproof.e2e.evaluation.sizing.chunks_for_power`), fewer if the estimate exceeds
+   (:func:`specproof.stats.sizing.chunks_for_power`), fewer if the estimate exceeds
    ``--max-minutes`` (the power at the count used is reported).
 
 Algorithm 1 uses SPS(B) profiled at one request at the start of the run and STS confidences
@@ -37,6 +37,14 @@ import torch
 
 from specproof.command_rules import OneLineParser, output_path_problem
 from specproof.reference.schedulers import Algorithm1, FixedGamma
+from specproof.stats.sizing import (
+    chunks_for_power,
+    finite_interval,
+    median,
+    sign_test_faster,
+    sign_test_power,
+    sign_test_slower,
+)
 
 from ..arguments import integer_at_least, loaded, number_in
 from ..data.corpora import load_corpora, prompts_from
@@ -46,14 +54,6 @@ from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
 from .comparisons import Setting, speculative_decoder, target_decoder, with_gamma
 from .measurements import batched, mean_accepted_length, profile_batches
 from .paired_runs import Decoder, interleaved
-from .sizing import (
-    chunks_for_power,
-    finite_interval,
-    median,
-    sign_test_faster,
-    sign_test_power,
-    sign_test_slower,
-)
 from .speed_sections import write_sections
 from .sts import fit_sts_by_temperature
 

@@ -47,6 +47,13 @@ import torch
 
 from specproof.command_rules import OneLineParser, output_path_problem
 from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThreshold
+from specproof.stats.sizing import (
+    finite_interval,
+    median,
+    sign_test_faster,
+    sign_test_non_inferior,
+    sign_test_power,
+)
 
 from ..arguments import integer_at_least, loaded, number_in
 from ..data.corpora import load_corpora, prompts_from
@@ -70,13 +77,6 @@ from .clocks import (
 from .comparisons import Setting, speculative_decoder, target_decoder, with_gamma
 from .measurements import batched, confidence_records, mean_accepted_length, profile_sps
 from .paired_runs import Decoder, interleaved
-from .sizing import (
-    finite_interval,
-    median,
-    sign_test_faster,
-    sign_test_non_inferior,
-    sign_test_power,
-)
 from .speed_sections import write_sections
 from .sts import decode_blocks
 
