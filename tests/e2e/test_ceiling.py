@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from e2e.toy_models import TOY_TARGET
 from scipy.optimize import linprog
 
 from specproof.e2e.evaluation import ceiling
@@ -20,7 +21,6 @@ from specproof.e2e.models.dspark import DSparkConfig, DSparkDrafter
 from specproof.e2e.models.eagle import EagleConfig, EagleDrafter
 from specproof.e2e.models.loading import Models
 from specproof.e2e.models.target import Target
-from specproof.e2e.models.toy import TOY_TARGET
 
 A = np.array([0.8, 0.2])
 B = np.array([0.3, 0.7])

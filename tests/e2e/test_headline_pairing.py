@@ -8,6 +8,7 @@ import importlib
 from typing import Any
 
 import pytest
+from e2e.toy_models import toy_models
 
 from specproof.e2e.decoding.rounds import DecodeResult
 from specproof.e2e.evaluation.clocks import RooflineClock, verified_tokens
@@ -24,7 +25,6 @@ from specproof.e2e.evaluation.headline import (
 from specproof.e2e.evaluation.paired_runs import interleaved
 from specproof.e2e.evaluation.scheduler_clocks import charged, drafter_of, record_rounds
 from specproof.e2e.evaluation.speed_sections import headline_section
-from specproof.e2e.models.toy import toy_models
 from specproof.e2e.plans import FAST_VERIFY
 
 

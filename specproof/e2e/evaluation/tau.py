@@ -26,7 +26,7 @@ from ..arguments import loaded, write_result
 from ..data.corpora import load_corpora, prompts_from
 from ..models.loading import SHIPPED_DIR, Models, load_models
 from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
-from ..training.sweep import teacher_forced_score
+from .agreement import teacher_forced_score
 from .comparisons import Setting, speculative_decoder
 from .measurements import batched, mean_accepted_length
 from .paired_runs import interleaved
@@ -61,7 +61,7 @@ def tau_table(
 ) -> dict[str, Any]:
     """Per "domain/T=t": both drafters' tau and the paired DSpark - EAGLE-3 difference; and
     DSpark's teacher-forced tau proxy per domain
-    (:func:`specproof.e2e.training.sweep.teacher_forced_score`)."""
+    (:func:`specproof.e2e.evaluation.agreement.teacher_forced_score`)."""
     if prompts < 2 * requests:
         raise ValueError(f"need at least two chunks: prompts >= {2 * requests}")
     setting = Setting(new_tokens, FAST_VERIFY)
