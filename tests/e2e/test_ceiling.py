@@ -9,7 +9,6 @@ import torch
 from e2e.toy_models import TOY_TARGET
 from scipy.optimize import linprog
 
-from specproof.e2e.evaluation import ceiling
 from specproof.e2e.evaluation.best_draft import (
     best_pooled_law,
     context_estimates,
@@ -17,6 +16,7 @@ from specproof.e2e.evaluation.best_draft import (
     survival_weights,
 )
 from specproof.e2e.evaluation.block_laws import dspark_block_laws, eagle_block_laws, sample_block
+from specproof.e2e.experiments import ceiling
 from specproof.e2e.models.dspark import DSparkConfig, DSparkDrafter
 from specproof.e2e.models.eagle import EagleConfig, EagleDrafter
 from specproof.e2e.models.loading import Models

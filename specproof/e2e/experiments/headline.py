@@ -1,7 +1,7 @@
 """The batch-1 speed headline: DSpark + Algorithm 1 against the target and against EAGLE-3 at
 the best gamma of a sweep, paired over chunks, at temperatures 0 and 1, per domain.
 
-    python -m specproof.e2e.evaluation.headline [--weights DIR] [--chunks N] [--pilot-chunks N]
+    python -m specproof.e2e.experiments.headline [--weights DIR] [--chunks N] [--pilot-chunks N]
                                                 [--max-minutes M] [--out FILE]
 
 Selection and measurement use different prompts, so the choice of EAGLE-3's gamma does not
@@ -49,15 +49,15 @@ from specproof.stats.sizing import (
 from ..arguments import integer_at_least, loaded, number_in
 from ..data.corpora import load_corpora, prompts_from
 from ..decoding.rounds import DecodeResult
+from ..evaluation.comparisons import Setting, speculative_decoder, target_decoder, with_gamma
+from ..evaluation.measurements import batched, mean_accepted_length, profile_batches
+from ..evaluation.paired_runs import Decoder, interleaved
+from ..evaluation.sts import fit_sts_by_temperature
 from ..models.loading import SHIPPED_DIR, Models, load_models
 from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
-from .comparisons import Setting, speculative_decoder, target_decoder, with_gamma
-from .measurements import batched, mean_accepted_length, profile_batches
-from .paired_runs import Decoder, interleaved
-from .speed_sections import write_sections
-from .sts import fit_sts_by_temperature
+from ..report.headline_and_clocks import write_sections
 
-PROG = "python -m specproof.e2e.evaluation.headline"
+PROG = "python -m specproof.e2e.experiments.headline"
 ALPHA = 0.05
 WIN_SHARE = 0.7
 POWER = 0.8

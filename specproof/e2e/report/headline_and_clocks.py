@@ -1,7 +1,7 @@
 """The BENCHMARKS.md sections of the batch-1 headline and of the scheduler clocks, rendered
 from their JSON files (so a section can be rebuilt, and checked, from the committed numbers).
 
-    python -m specproof.e2e.evaluation.speed_sections [--headline FILE] [--clocks FILE]
+    python -m specproof.e2e.report.headline_and_clocks [--headline FILE] [--clocks FILE]
                                                       [--markdown FILE]
 """
 
@@ -251,7 +251,7 @@ def write_sections(headline: Path | None, clocks: Path | None, markdown: Path) -
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = OneLineParser(
-        prog="python -m specproof.e2e.evaluation.speed_sections", description=__doc__
+        prog="python -m specproof.e2e.report.headline_and_clocks", description=__doc__
     )
     parser.add_argument("--headline", type=Path, default=HEADLINE_JSON)
     parser.add_argument("--clocks", type=Path, default=CLOCKS_JSON)

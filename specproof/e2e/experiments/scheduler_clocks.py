@@ -1,7 +1,7 @@
 """Algorithm 1 against the best fixed gamma and the static thresholds at batch 4, 8 and 16,
 with EAGLE-3 beside them, under two clocks applied to the same recorded rounds.
 
-    python -m specproof.e2e.evaluation.scheduler_clocks [--batches 4 8 16] [--chunks N]
+    python -m specproof.e2e.experiments.scheduler_clocks [--batches 4 8 16] [--chunks N]
         [--sweep-chunks N] [--knees 16 64] [--margin 0.05] [--out FILE]
         [--rounds-out FILE]
 
@@ -59,11 +59,8 @@ from ..arguments import integer_at_least, loaded, number_in
 from ..data.corpora import load_corpora, prompts_from
 from ..decoding.rounds import DecodeResult
 from ..decoding.schedules import PerPositionThreshold
-from ..models.loading import SHIPPED_DIR, Models, load_models
-from ..models.target import parameter_count
-from ..plans import FAST_VERIFY, SHIPPED
-from .calibration import fit_sts
-from .clocks import (
+from ..evaluation.calibration import fit_sts
+from ..evaluation.clocks import (
     Clock,
     DrafterKind,
     MeasuredClock,
@@ -74,13 +71,16 @@ from .clocks import (
     round_cost,
     verified_tokens,
 )
-from .comparisons import Setting, speculative_decoder, target_decoder, with_gamma
-from .measurements import batched, confidence_records, mean_accepted_length, profile_sps
-from .paired_runs import Decoder, interleaved
-from .speed_sections import write_sections
-from .sts import decode_blocks
+from ..evaluation.comparisons import Setting, speculative_decoder, target_decoder, with_gamma
+from ..evaluation.measurements import batched, confidence_records, mean_accepted_length, profile_sps
+from ..evaluation.paired_runs import Decoder, interleaved
+from ..evaluation.sts import decode_blocks
+from ..models.loading import SHIPPED_DIR, Models, load_models
+from ..models.target import parameter_count
+from ..plans import FAST_VERIFY, SHIPPED
+from ..report.headline_and_clocks import write_sections
 
-PROG = "python -m specproof.e2e.evaluation.scheduler_clocks"
+PROG = "python -m specproof.e2e.experiments.scheduler_clocks"
 ALPHA = 0.05
 WIN_SHARE = 0.7
 GAMMAS = tuple(range(1, 8))

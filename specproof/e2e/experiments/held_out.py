@@ -1,7 +1,7 @@
 """How well a target predicts held-out text: bits per byte, the entropy of its law and the
 probability of its most likely byte, per domain.
 
-    python -m specproof.e2e.evaluation.held_out [WEIGHTS_DIR]
+    python -m specproof.e2e.experiments.held_out [WEIGHTS_DIR]
 
 prints them for the target in ``WEIGHTS_DIR`` (the shipped one by default) on the windows the
 training report and the end-to-end run use, so any other target file (an older commit's
@@ -21,10 +21,10 @@ from specproof.command_rules import OneLineParser
 
 from ..arguments import integer_at_least, loaded
 from ..data.corpora import load_corpora
+from ..evaluation.prediction import held_out_statistics
 from ..models.loading import SHIPPED_DIR, load_target
-from .prediction import held_out_statistics
 
-PROG = "python -m specproof.e2e.evaluation.held_out"
+PROG = "python -m specproof.e2e.experiments.held_out"
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
