@@ -75,6 +75,7 @@ from ..evaluation.measurements import acceptance_counts, batched
 from ..evaluation.paired_runs import interleaved
 from ..models.loading import SHIPPED_DIR, Models, load_models
 from ..plans import FAST_VERIFY, SHIPPED
+from ..report.table import table
 
 BOOTSTRAP_RESAMPLES = 2000
 REQUESTS = 4
@@ -279,20 +280,7 @@ def markdown(result: dict[str, Any]) -> str:
     for key, entry in result["tables"].items():
         lines.append(f"## {key}")
         lines.append("")
-        if "markov_split" in entry:
-            lines.append(
-                "| slot | marginal ceiling | Markov ceiling | DSpark teacher-forced | "
-                "EAGLE-3 teacher-forced | DSpark first round | EAGLE-3 first round | "
-                "DSpark decoded | EAGLE-3 decoded |"
-            )
-            lines.append("|---|---|---|---|---|---|---|---|---|")
-        else:
-            lines.append(
-                "| slot | ceiling | DSpark teacher-forced (greedy text) | EAGLE-3 teacher-forced "
-                "(greedy text) | DSpark first round | EAGLE-3 first round | DSpark decoded | "
-                "EAGLE-3 decoded |"
-            )
-            lines.append("|---|---|---|---|---|---|---|---|")
+        rows = []
         for k in range(result["slots"]):
             cells = [str(k + 1)]
             if "markov_split" in entry:
@@ -307,7 +295,15 @@ def markdown(result: dict[str, Any]) -> str:
             cells += [cell(entry[f"{name}_teacher_forced"], k) for name in DRAFTERS]
             cells += [cell(entry[f"{name}_first_round"], k) for name in DRAFTERS]
             cells += [cell(entry["decoded"][name], k) for name in DRAFTERS]
-            lines.append("| " + " | ".join(cells) + " |")
+            rows.append(cells)
+        if "markov_split" in entry:
+            ceilings = ["marginal ceiling", "Markov ceiling"]
+            forced = ["DSpark teacher-forced", "EAGLE-3 teacher-forced"]
+        else:
+            ceilings = ["ceiling"]
+            forced = ["DSpark teacher-forced (greedy text)", "EAGLE-3 teacher-forced (greedy text)"]
+        decoded = ["DSpark first round", "EAGLE-3 first round", "DSpark decoded", "EAGLE-3 decoded"]
+        lines += table(["slot", *ceilings, *forced, *decoded], rows)
         lines.append("")
     return "\n".join(lines)
 

@@ -55,7 +55,8 @@ from ..evaluation.paired_runs import Decoder, interleaved
 from ..evaluation.sts import fit_sts_by_temperature
 from ..models.loading import SHIPPED_DIR, Models, load_models
 from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
-from ..report.headline_and_clocks import write_sections
+from ..report.headline_and_clocks import ratio_cell, write_sections
+from ..report.table import interval, table
 
 PROG = "python -m specproof.e2e.experiments.headline"
 ALPHA = 0.05
@@ -295,9 +296,9 @@ def headline(
             tests = entry["sign_tests"]
             print(
                 f"{key}: DSpark + Algorithm 1 x{entry['dspark_over_target']['median']:.2f} the "
-                f"target {fmt_interval(entry['dspark_over_target'])}, "
+                f"target {interval(entry['dspark_over_target'])}, "
                 f"x{entry['dspark_over_eagle']['median']:.2f} EAGLE-3 (gamma {gamma}) "
-                f"{fmt_interval(entry['dspark_over_eagle'])}; slower than EAGLE-3 on "
+                f"{interval(entry['dspark_over_eagle'])}; slower than EAGLE-3 on "
                 f"{tests['dspark_slower_than_eagle']['slower']}/{len(chunk_list)} chunks, "
                 f"p(slower) = {tests['dspark_slower_than_eagle']['p_value']:.3g}; "
                 f"load {entry['load_after']}"
@@ -335,39 +336,43 @@ def headline(
     }
 
 
-def fmt_interval(entry: dict[str, Any]) -> str:
-    return "[" + ", ".join("-" if x is None else f"{x:.2f}" for x in entry["interval_95"]) + "]"
-
-
 def markdown(result: dict[str, Any]) -> str:
     """The README/BENCHMARKS table of a headline result."""
-    lines = [
-        "| domain / T | EAGLE-3 gamma (pilot) | tau DSpark / EAGLE-3 | DSpark + Alg. 1 x target "
-        "[95 %] | target | EAGLE-3 x target [95 %] | DSpark / EAGLE-3 [95 %] | chunks DSpark "
-        "slower | p (slower) | p (faster) | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for key, entry in result["settings"].items():
         gamma = entry["eagle_gamma"]
         tests = entry["sign_tests"]
         targets = entry["targets"]
         met = "met" if targets["speed_met_on_median"] else "missed"
-        lines.append(
-            f"| {key} | {gamma} | {entry['tau'][DSPARK]:.2f} / "
-            f"{entry['tau'][eagle_label(gamma)]:.2f} | "
-            f"{entry['dspark_over_target']['median']:.2f} "
-            f"{fmt_interval(entry['dspark_over_target'])}"
-            f" | >= {targets['speed_over_target']:g}: {met} | "
-            f"{entry['eagle_over_target']['median']:.2f} "
-            f"{fmt_interval(entry['eagle_over_target'])}"
-            f" | {entry['dspark_over_eagle']['median']:.2f} "
-            f"{fmt_interval(entry['dspark_over_eagle'])} | "
-            f"{tests['dspark_slower_than_eagle']['slower']}/{entry['chunks']} | "
-            f"{tests['dspark_slower_than_eagle']['p_value']:.3g} | "
-            f"{tests['dspark_faster_than_eagle']['p_value']:.3g} | "
-            f"{entry['load_before'][0]:.1f}-{entry['load_after'][0]:.1f} |"
+        rows.append(
+            [
+                key,
+                gamma,
+                f"{entry['tau'][DSPARK]:.2f} / {entry['tau'][eagle_label(gamma)]:.2f}",
+                ratio_cell(entry["dspark_over_target"]),
+                f">= {targets['speed_over_target']:g}: {met}",
+                ratio_cell(entry["eagle_over_target"]),
+                ratio_cell(entry["dspark_over_eagle"]),
+                f"{tests['dspark_slower_than_eagle']['slower']}/{entry['chunks']}",
+                f"{tests['dspark_slower_than_eagle']['p_value']:.3g}",
+                f"{tests['dspark_faster_than_eagle']['p_value']:.3g}",
+                f"{entry['load_before'][0]:.1f}-{entry['load_after'][0]:.1f}",
+            ]
         )
-    return "\n".join(lines) + "\n"
+    header = [
+        "domain / T",
+        "EAGLE-3 gamma (pilot)",
+        "tau DSpark / EAGLE-3",
+        "DSpark + Alg. 1 x target [95 %]",
+        "target",
+        "EAGLE-3 x target [95 %]",
+        "DSpark / EAGLE-3 [95 %]",
+        "chunks DSpark slower",
+        "p (slower)",
+        "p (faster)",
+        "load",
+    ]
+    return "\n".join(table(header, rows)) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

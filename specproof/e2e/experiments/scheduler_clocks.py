@@ -78,7 +78,8 @@ from ..evaluation.sts import decode_blocks
 from ..models.loading import SHIPPED_DIR, Models, load_models
 from ..models.target import parameter_count
 from ..plans import FAST_VERIFY, SHIPPED
-from ..report.headline_and_clocks import write_sections
+from ..report.headline_and_clocks import ratio_cell, write_sections
+from ..report.table import table
 
 PROG = "python -m specproof.e2e.experiments.scheduler_clocks"
 ALPHA = 0.05
@@ -373,7 +374,7 @@ def one_batch(
         whole = tests["whole"]["best_fixed"]
         print(
             f"B={requests} {name}: Algorithm 1 / {whole['reference']} median "
-            f"{whole['ratio']['median']:.3f} {fmt(whole['ratio'])}, faster on "
+            f"{ratio_cell(whole['ratio'], 3)}, faster on "
             f"{whole['faster']['slower']}/{whole['faster']['n']} chunks, "
             f"p(faster) = {whole['faster']['p_value']:.3g}"
             + (
@@ -396,10 +397,6 @@ def one_batch(
     return result, rounds
 
 
-def fmt(entry: dict[str, Any]) -> str:
-    return "[" + ", ".join("-" if x is None else f"{x:.2f}" for x in entry["interval_95"]) + "]"
-
-
 def fit_sts_t1(
     models: Models, prompts: dict[str, list[list[int]]], new_tokens: int, seed: int
 ) -> list[float]:
@@ -411,11 +408,7 @@ def fit_sts_t1(
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = [
-        "| B | clock | measure | Algorithm 1 against | gamma | median ratio [95 %] | chunks "
-        "Algorithm 1 faster | p (faster) | p (non-inferior) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for batch, entry in result["batches"].items():
         for name, clock in entry["clocks"].items():
             for measure, tests in clock["tests"].items():
@@ -423,15 +416,31 @@ def markdown(result: dict[str, Any]) -> str:
                     reference = test["reference"]
                     gamma = reference.rsplit("=", 1)[1] if "gamma=" in reference else "-"
                     non_inferior = test.get("non_inferior")
-                    lines.append(
-                        f"| {batch} | {name} | {measure} | {role.replace('_', ' ')} | {gamma} | "
-                        f"{test['ratio']['median']:.3f} {fmt(test['ratio'])} | "
-                        f"{test['faster']['slower']}/{test['faster']['n']} | "
-                        f"{test['faster']['p_value']:.3g} | "
-                        + (f"{non_inferior['p_value']:.3g}" if non_inferior else "-")
-                        + " |"
+                    rows.append(
+                        [
+                            batch,
+                            name,
+                            measure,
+                            role.replace("_", " "),
+                            gamma,
+                            ratio_cell(test["ratio"], 3),
+                            f"{test['faster']['slower']}/{test['faster']['n']}",
+                            f"{test['faster']['p_value']:.3g}",
+                            f"{non_inferior['p_value']:.3g}" if non_inferior else "-",
+                        ]
                     )
-    return "\n".join(lines) + "\n"
+    header = [
+        "B",
+        "clock",
+        "measure",
+        "Algorithm 1 against",
+        "gamma",
+        "median ratio [95 %]",
+        "chunks Algorithm 1 faster",
+        "p (faster)",
+        "p (non-inferior)",
+    ]
+    return "\n".join(table(header, rows)) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
