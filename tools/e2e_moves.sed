@@ -1,5 +1,5 @@
 # Module moves of the e2e reorganisation (issue 43, item 4), for prose that names the old paths:
-#   sed -i -f tools/e2e_moves.sed README.md docs/*.md
+#   sed -i -f tools/e2e_moves.sed README.md docs/*.md        (GNU sed: \b and \| are GNU extensions)
 # Dotted names (specproof.e2e.evaluation.tau), file paths (specproof/e2e/evaluation/tau.py) and
 # the short forms prose uses (`evaluation.tau`). Names that moved out of a module come first, so
 # the module's own line does not rewrite them; \b keeps evaluation.sts from matching sts_claims.
