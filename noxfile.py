@@ -218,8 +218,8 @@ def e2e_headline(session: nox.Session) -> None:
     about 30 min on 2 loaded cores), then Algorithm 1 at B = 4, 8, 16 under the CPU and
     memory-bound clocks (about 30 min); each rewrites its BENCHMARKS.md section."""
     install(session, "test,e2e")
-    session.run("python", "-m", "specproof.e2e.evaluation.headline", *session.posargs)
-    session.run("python", "-m", "specproof.e2e.evaluation.scheduler_clocks")
+    session.run("python", "-m", "specproof.e2e.experiments.headline", *session.posargs)
+    session.run("python", "-m", "specproof.e2e.experiments.scheduler_clocks")
 
 
 @nox.session(**SHARED, name="train-target", default=False)

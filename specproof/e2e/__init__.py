@@ -1,33 +1,31 @@
 """specproof.e2e: DSpark end to end on small byte-level transformers.
 
-Layout, by job (each subpackage's docstring says what each of its modules does):
+Layout, by role, bottom-up: each entry imports only itself and the entries above it, never one
+below (``tests/e2e/test_layering.py`` checks it); each subpackage's docstring says what each of
+its modules does.
 
+- ``arguments``: argument checks shared by the commands.
 - ``data/`` (corpora, math_corpus): the corpora the models train and decode on.
-- ``models/`` (target, drafting, dspark, eagle, weight_files, loading, toy, markov_heads): the
+- ``models/`` (target, drafting, dspark, eagle, weight_files, loading, markov_heads): the
   target, one drafter per file, their weight files and loading.
-- ``training/`` (loops, ship, sweep): the training loops, the staged path of the shipped models, the
-  depth sweep.
 - ``decoding/`` (rounds, verifier, schedules): the speculative round loop, its verifier and
   schedules.
-- ``evaluation/`` (measurements, paired_runs, sign_test, comparisons, fixed_gamma, latency,
-  scheduler_comparison, calibration, sts, losslessness, losslessness_by_decoder, agreement, tau,
-  draft_time, held_out, best_draft, block_laws, ceiling, clocks, depth_draft_time, drafter_tau,
-  headline, scheduler_clocks, sizing, speed_sections, sts_claims, walk_cost): measurements, and the
-  comparisons and tests built on them.
-- ``report/`` (agreement, document, speed, table): the tables of BENCHMARKS.md and
-  ``benchmarks/e2e.json``.
 - ``plans``: one Plan per size: model sizes, steps, measurement sizes.
-- ``arguments``: argument checks shared by the commands.
+- ``evaluation/`` (measurements, paired_runs, comparisons, fixed_gamma, latency,
+  scheduler_comparison, calibration, sts, losslessness, losslessness_by_decoder, agreement,
+  prediction, clocks, block_laws, best_draft): the measurement library: measurements, and the
+  comparisons and tests built on them. The sign test and its sample sizing are in
+  :mod:`specproof.stats`.
+- ``training/`` (loops, ship, sweep): the training loops, the staged path of the shipped models
+  (command), the depth sweep (command).
+- ``report/`` (table, agreement, speed, document, headline_and_clocks): the e2e sections of
+  BENCHMARKS.md, rendered from JSON results.
+- ``experiments/`` (tau, drafter_tau, held_out, draft_time, depth_draft_time, ceiling, headline,
+  scheduler_clocks, walk_cost, sts_claims): the experiment commands.
 - ``run``: train or load, measure, write the tables (``nox -s e2e``).
 
 Commands: ``python -m specproof.e2e.run``, ``python -m specproof.e2e.training.ship``,
-``python -m specproof.e2e.training.sweep``, ``python -m specproof.e2e.evaluation.tau``,
-``python -m specproof.e2e.evaluation.draft_time``, ``python -m specproof.e2e.evaluation.held_out``,
-``python -m specproof.e2e.evaluation.ceiling``,
-``python -m specproof.e2e.evaluation.depth_draft_time``,
-``python -m specproof.e2e.evaluation.drafter_tau``, ``python -m specproof.e2e.evaluation.headline``,
-``python -m specproof.e2e.evaluation.scheduler_clocks``,
-``python -m specproof.e2e.evaluation.speed_sections``,
-``python -m specproof.e2e.evaluation.sts_claims``, ``python -m specproof.e2e.evaluation.walk_cost``,
-``python -m specproof.e2e.report``.
+``python -m specproof.e2e.training.sweep``, ``python -m specproof.e2e.experiments.NAME`` for each
+NAME of ``experiments/``, ``python -m specproof.e2e.report``,
+``python -m specproof.e2e.report.headline_and_clocks``.
 """

@@ -28,10 +28,10 @@ from .data.corpora import Corpus, load_corpora, prompts_from
 from .evaluation.agreement import agreement_by_domain
 from .evaluation.comparisons import Setting
 from .evaluation.fixed_gamma import fixed_gamma_tables
-from .evaluation.held_out import held_out_statistics
 from .evaluation.latency import matched_eagle_gamma, measure_latency
 from .evaluation.losslessness_by_decoder import lossless_checks
 from .evaluation.measurements import batched, profile_batches
+from .evaluation.prediction import held_out_statistics
 from .evaluation.scheduler_comparison import compare_at_requests, measure_schedulers
 from .evaluation.sts import fit_sts_by_temperature, held_out_check
 from .models.loading import SHIPPED_DIR, load_models

@@ -4,6 +4,10 @@
 most alpha, for every sample size (no asymptotics); :func:`required_samples` is the n that
 detects any law at total-variation distance >= delta with probability >= 1 - beta. Derivations
 are in :mod:`specproof.stats.bounds`.
+
+Paired speed comparisons: :mod:`specproof.stats.sign_test` is the exact one-sided sign test over
+per-chunk ratios, with its power; :mod:`specproof.stats.sizing` gives the number of chunks it
+needs, the distribution-free interval of a median and the non-inferiority form of the test.
 """
 
 from .bounds import (

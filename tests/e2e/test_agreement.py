@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
+from e2e.toy_models import toy_models
 
 from specproof.e2e.decoding.rounds import autoregressive_generate
 from specproof.e2e.evaluation.agreement import agreement_table, greedy_continuation
-from specproof.e2e.models.toy import toy_models
 
 PROMPTS = [[ord(c) for c in text] for text in ("def f(x):", "The quick")]
 

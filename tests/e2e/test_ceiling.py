@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from e2e.toy_models import TOY_TARGET
 from scipy.optimize import linprog
 
-from specproof.e2e.evaluation import ceiling
 from specproof.e2e.evaluation.best_draft import (
     best_pooled_law,
     context_estimates,
@@ -16,11 +16,11 @@ from specproof.e2e.evaluation.best_draft import (
     survival_weights,
 )
 from specproof.e2e.evaluation.block_laws import dspark_block_laws, eagle_block_laws, sample_block
+from specproof.e2e.experiments import ceiling
 from specproof.e2e.models.dspark import DSparkConfig, DSparkDrafter
 from specproof.e2e.models.eagle import EagleConfig, EagleDrafter
 from specproof.e2e.models.loading import Models
 from specproof.e2e.models.target import Target
-from specproof.e2e.models.toy import TOY_TARGET
 
 A = np.array([0.8, 0.2])
 B = np.array([0.3, 0.7])

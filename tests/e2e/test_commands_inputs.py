@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specproof.e2e.evaluation import (
+from specproof.e2e.experiments import (
     draft_time,
     drafter_tau,
     headline,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from e2e.toy_models import toy_models
 
 from specproof.e2e.data.corpora import (
     SEPARATOR,
@@ -14,7 +15,6 @@ from specproof.e2e.data.corpora import (
     split_documents,
 )
 from specproof.e2e.models.loading import load_dspark, load_eagle, load_target
-from specproof.e2e.models.toy import toy_models
 from specproof.e2e.models.weight_files import save_weights
 
 

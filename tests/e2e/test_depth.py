@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from specproof.e2e.evaluation.depth_draft_time import (
+from specproof.e2e.experiments.depth_draft_time import (
     EAGLE,
     deepest_within,
     depth_table,

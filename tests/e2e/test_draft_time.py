@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from specproof.e2e.evaluation.draft_time import main, median_draft_ms
+from specproof.e2e.experiments.draft_time import main, median_draft_ms
 from specproof.e2e.models.loading import SHIPPED_DIR, load_dspark, load_target
 
 

@@ -8,11 +8,13 @@ import importlib
 from typing import Any
 
 import pytest
+from e2e.toy_models import toy_models
 
 from specproof.e2e.decoding.rounds import DecodeResult
 from specproof.e2e.evaluation.clocks import RooflineClock, verified_tokens
 from specproof.e2e.evaluation.comparisons import Setting
-from specproof.e2e.evaluation.headline import (
+from specproof.e2e.evaluation.paired_runs import interleaved
+from specproof.e2e.experiments.headline import (
     DSPARK,
     TARGET,
     decoders_for,
@@ -21,11 +23,9 @@ from specproof.e2e.evaluation.headline import (
     pick_gamma,
     verdicts,
 )
-from specproof.e2e.evaluation.paired_runs import interleaved
-from specproof.e2e.evaluation.scheduler_clocks import charged, drafter_of, record_rounds
-from specproof.e2e.evaluation.speed_sections import headline_section
-from specproof.e2e.models.toy import toy_models
+from specproof.e2e.experiments.scheduler_clocks import charged, drafter_of, record_rounds
 from specproof.e2e.plans import FAST_VERIFY
+from specproof.e2e.report.headline_and_clocks import headline_section
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +118,7 @@ def test_headline_section_marks_each_target_met_or_missed(
     entry = verdicts(1.0, toy_runs, 3)
     entry.update(chunks=4, load_before=[1.0, 1.0, 1.0], load_after=[2.0, 2.0, 2.0])
     result = {
-        "command": "python -m specproof.e2e.evaluation.headline",
+        "command": "python -m specproof.e2e.experiments.headline",
         "seconds": 1.0,
         "weights": "toy",
         "prompt_length": 4,
@@ -150,11 +150,11 @@ def test_headline_section_marks_each_target_met_or_missed(
 @pytest.mark.parametrize(
     ("module", "argv"),
     [
-        ("evaluation.headline", ["--chunks", "0"]),
-        ("evaluation.headline", ["--max-minutes", "-1"]),
-        ("evaluation.scheduler_clocks", ["--margin", "0.7"]),
-        ("evaluation.scheduler_clocks", ["--batches", "1"]),
-        ("evaluation.scheduler_clocks", ["--markdown", "."]),
+        ("experiments.headline", ["--chunks", "0"]),
+        ("experiments.headline", ["--max-minutes", "-1"]),
+        ("experiments.scheduler_clocks", ["--margin", "0.7"]),
+        ("experiments.scheduler_clocks", ["--batches", "1"]),
+        ("experiments.scheduler_clocks", ["--markdown", "."]),
     ],
 )
 def test_bad_arguments_exit_2_before_any_work(module: str, argv: list[str]) -> None:

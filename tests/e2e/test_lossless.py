@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from e2e.toy_models import ToyModels, toy_models
 from specproof.reference.schedulers import Algorithm1, FixedGamma
 
 from specproof.e2e.evaluation.losslessness import (
@@ -22,7 +23,6 @@ from specproof.e2e.evaluation.losslessness import (
     sample_first_tokens,
 )
 from specproof.e2e.models.dspark import DSparkDrafter
-from specproof.e2e.models.toy import ToyModels, toy_models
 from specproof.stats import required_samples
 
 ALPHA = 5e-7

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from e2e.toy_models import TOY_TARGET
 
 from specproof.e2e.models.dspark import DSparkConfig, DSparkDrafter
 from specproof.e2e.models.loading import SHIPPED_DIR, load_dspark, load_target
 from specproof.e2e.models.markov_heads import HEADS
 from specproof.e2e.models.target import Target
-from specproof.e2e.models.toy import TOY_TARGET
 from specproof.e2e.models.weight_files import WeightsError, load_weights, save_weights
 
 CONFIG = DSparkConfig(gamma=4, n_layers=1, n_heads=2, d_ff=64, rank=8)
@@ -199,6 +199,7 @@ def test_decoding_with_a_new_head_stays_lossless(head: str) -> None:
     target's own law. Error rates as tests/e2e/test_lossless.py: false-fail rate 5e-7 under
     "within TV 1e-4 of the float64 law"; power >= 1 - 1e-3 against TV >= 0.05 over 9 rank
     cells."""
+    from e2e.toy_models import toy_models
     from specproof.reference.schedulers import Algorithm1
 
     from specproof.e2e.data.corpora import WindowSampler, prose_documents, split_documents
@@ -207,7 +208,6 @@ def test_decoding_with_a_new_head_stays_lossless(head: str) -> None:
         losslessness_test,
         sample_first_tokens,
     )
-    from specproof.e2e.models.toy import toy_models
     from specproof.e2e.training.loops import TrainSettings, train_dspark
     from specproof.stats import required_samples
 

@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 import torch
+from e2e.toy_models import toy_models
 from specproof.reference.schedulers import Algorithm1
 
 from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
@@ -18,7 +19,6 @@ from specproof.e2e.evaluation.measurements import (
     spread_lengths,
 )
 from specproof.e2e.evaluation.paired_runs import Decoder, interleaved, speed_entry, speed_ratios
-from specproof.e2e.models.toy import toy_models
 
 
 @pytest.mark.parametrize("requests", [1, 3, 4])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from e2e.toy_models import ToyModels, toy_models
 from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThreshold
 
 from specproof.e2e.decoding.rounds import autoregressive_generate, speculative_generate
-from specproof.e2e.models.toy import ToyModels, toy_models
 
 PROMPTS = [[ord(c) for c in text] for text in ("def f(x):", "The quick", "import o")]
 

@@ -8,7 +8,7 @@ import torch
 
 from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
 from specproof.e2e.evaluation.measurements import mean_accepted_length
-from specproof.e2e.evaluation.tau import paired_difference, tau_table
+from specproof.e2e.experiments.tau import paired_difference, tau_table
 from specproof.e2e.models.loading import SHIPPED_DIR, load_models
 
 

@@ -1,8 +1,9 @@
-"""Measurements, and the comparisons and tests built on them.
+"""The measurement library the experiments and the end-to-end run share: measurements over
+decodes, the comparisons and tests built on them (no commands here; they are in
+:mod:`specproof.e2e.experiments`).
 
 - :mod:`.measurements`: tau, acceptance, confidence records, SPS(B)
 - :mod:`.paired_runs`: decoders run back to back per chunk; speed ratios
-- :mod:`.sign_test`: the exact sign test over paired ratios, its power
 - :mod:`.comparisons`: decoders of a comparison, phases, gamma sweeps
 - :mod:`.fixed_gamma`: the fixed-gamma table at the full block
 - :mod:`.latency`: batch-1 latency of every decoder; matched EAGLE-3 gamma
@@ -11,27 +12,13 @@
 - :mod:`.sts`: STS fitted on calibration decodes, checked on held-out ones
 - :mod:`.losslessness`: the first tokens' law against the target's
 - :mod:`.losslessness_by_decoder`: that test for every decoder
-- :mod:`.agreement`: teacher-forced agreement of each drafter
-- :mod:`.tau`: both drafters' tau for one set of weights (command)
-- :mod:`.draft_time`: drafting time of several drafters (command)
-- :mod:`.held_out`: the target's held-out bits per byte (command)
+- :mod:`.agreement`: teacher-forced agreement of each drafter; the tau proxy of a DSpark drafter
+- :mod:`.prediction`: the target's held-out bits per byte, entropy and top probability
+- :mod:`.clocks`: step clocks, and recorded rounds re-timed under a clock
+- :mod:`.block_laws`: target continuations of one context with the laws every slot is judged by
 - :mod:`.best_draft`: the best draft law for a group of target laws, and the per-context ceiling
   estimates
-- :mod:`.block_laws`: Target continuations of one context with the laws every slot is judged by
-- :mod:`.ceiling`: the ceiling of block drafters, from samples of the target, beside DSpark and
-  EAGLE-3
-- :mod:`.clocks`: Step clocks
-- :mod:`.depth_draft_time`: DSpark's depth at EAGLE-3's drafting time
-- :mod:`.drafter_tau`: tau and per-slot acceptance of several DSpark drafters against the shipped
-  EAGLE-3, on the shipped target, decoded on the same prompts with the same seeds
-- :mod:`.headline`: the batch-1 speed headline
-- :mod:`.scheduler_clocks`: Algorithm 1 against the best fixed gamma and the static thresholds at
-  batch 4, 8 and 16, with EAGLE-3 beside them, under two clocks applied to the same recorded rounds
-- :mod:`.sizing`: how many paired chunks a sign test needs, the distribution-free interval of a
-  median, and the non-inferiority form of the sign test
-- :mod:`.speed_sections`: the BENCHMARKS.md sections of the batch-1 headline and of the scheduler
-  clocks, rendered from their JSON files (so a section can be rebuilt, and checked, from the
-  committed numbers)
-- :mod:`.sts_claims`: STS's two claims, judged position by position on a run's held-out ECE check
-- :mod:`.walk_cost`: what Algorithm 1's walk costs the host per round, beside a fixed gamma's
+
+The sign test over paired ratios and its sample sizing are statistics:
+:mod:`specproof.stats.sign_test`, :mod:`specproof.stats.sizing`.
 """

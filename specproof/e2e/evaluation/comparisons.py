@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from specproof.stats.sign_test import sign_test_slower
+
 from ..decoding.rounds import (
     PHASES,
     DecodeResult,
@@ -27,7 +29,6 @@ from ..decoding.rounds import (
 )
 from .measurements import full_batch_rate
 from .paired_runs import Decoder, interleaved, speed_entry, speed_ratios
-from .sign_test import sign_test_slower
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,5 @@
 - :mod:`.eagle`: the EAGLE-3 baseline drafter and its loss
 - :mod:`.weight_files`: weight files: safetensors with the config in metadata
 - :mod:`.loading`: loading the three models of a run; the shipped folder
-- :mod:`.toy`: tiny deterministic models for fast tests
 - :mod:`.markov_heads`: the sequential heads of the DSpark drafter beyond the vanilla Markov head
 """

@@ -1,8 +1,15 @@
-"""The tables of an end-to-end run: :func:`markdown` renders the "e2e" section of BENCHMARKS.md
-from the run's results, :func:`write_tables` writes them and the raw JSON.
+"""The e2e sections of BENCHMARKS.md, rendered from JSON results.
 
-``python -m specproof.e2e.report [e2e.json] [--markdown FILE]`` re-renders the section from an
-existing JSON without measuring anything.
+- :mod:`.table`: the one Markdown table helper (cells formatted alike) every renderer uses
+- :mod:`.document`: :func:`markdown` renders the "e2e" section from a run's results,
+  :func:`write_tables` writes it and the raw JSON
+- :mod:`.speed`, :mod:`.agreement`: parts of that section
+- :mod:`.headline_and_clocks`: the "headline" and "scheduler-clocks" sections, from the JSON of
+  :mod:`specproof.e2e.experiments.headline` and :mod:`specproof.e2e.experiments.scheduler_clocks`
+
+``python -m specproof.e2e.report [e2e.json] [--markdown FILE]`` re-renders the "e2e" section from
+an existing JSON without measuring anything; ``python -m specproof.e2e.report.headline_and_clocks``
+the other two.
 """
 
 from .document import markdown, write_tables

@@ -6,9 +6,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from specproof.stats.sign_test import sign_test_slower
+
 from ..data.corpora import DOMAIN_WEIGHTS
 from ..decoding.rounds import PHASES
-from ..evaluation.sign_test import sign_test_slower
 from ..plans import SIGN_TEST_ALPHA, SIGN_TEST_SLOWER_SHARE
 from .agreement import agreement_section
 from .table import fmt, table

@@ -41,7 +41,7 @@ from specproof.command_rules import OneLineParser
 
 from ..arguments import loaded
 from ..data.corpora import DOMAIN_WEIGHTS, Corpus, WindowSampler, load_corpora
-from ..evaluation.held_out import held_out_statistics
+from ..evaluation.prediction import held_out_statistics
 from ..models.dspark import DSparkDrafter
 from ..models.eagle import EagleDrafter
 from ..models.loading import SHIPPED_DIR, load_target

@@ -17,15 +17,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from specproof.command_rules import OneLineParser
 
 from ..arguments import integer_at_least, loaded
-from ..data.corpora import WindowSampler, load_corpora
-from ..evaluation.agreement import dspark_scores
-from ..models.dspark import DSparkConfig, DSparkDrafter
+from ..evaluation.agreement import teacher_forced_score
+from ..models.dspark import DSparkConfig
 from ..models.loading import SHIPPED_DIR, load_dspark, load_target
 from ..models.markov_heads import HEADS
 from ..models.target import parameter_count
@@ -33,26 +31,6 @@ from ..plans import SHIPPED
 from .ship import POOL_FILE, train_models
 
 PROG = "python -m specproof.e2e.training.sweep"
-
-
-@torch.no_grad()
-def teacher_forced_score(
-    drafter: DSparkDrafter, windows: int = 16, seed: int = 5
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    target = drafter.frozen_target
-    for domain, corpus in load_corpora().items():
-        tokens = WindowSampler({domain: corpus.stream("evaluation")}, {domain: 1.0}, seed).batch(
-            windows, SHIPPED.window
-        )
-        result = target(tokens)
-        law = torch.softmax(result.logits.float(), dim=-1)
-        _, overlap = dspark_scores(drafter, tokens, result, law, 16)
-        out[domain] = {
-            "overlap": overlap,
-            "tau_proxy": float(1 + np.cumprod(overlap).sum()),
-        }
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

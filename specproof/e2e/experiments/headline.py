@@ -1,7 +1,7 @@
 """The batch-1 speed headline: DSpark + Algorithm 1 against the target and against EAGLE-3 at
 the best gamma of a sweep, paired over chunks, at temperatures 0 and 1, per domain.
 
-    python -m specproof.e2e.evaluation.headline [--weights DIR] [--chunks N] [--pilot-chunks N]
+    python -m specproof.e2e.experiments.headline [--weights DIR] [--chunks N] [--pilot-chunks N]
                                                 [--max-minutes M] [--out FILE]
 
 Selection and measurement use different prompts, so the choice of EAGLE-3's gamma does not
@@ -14,7 +14,7 @@ select on the data it is judged on:
 2. main (held-out evaluation prompts): three decoders only (the target, DSpark + Algorithm 1,
    EAGLE-3 at the chosen gamma), paired the same way, over the number of chunks at which the
    one-sided exact sign test (alpha 0.05) has power 0.8 against a 70 % win rate
-   (:func:`specproof.e2e.evaluation.sizing.chunks_for_power`), fewer if the estimate exceeds
+   (:func:`specproof.stats.sizing.chunks_for_power`), fewer if the estimate exceeds
    ``--max-minutes`` (the power at the count used is reported).
 
 Algorithm 1 uses SPS(B) profiled at one request at the start of the run and STS confidences
@@ -37,16 +37,7 @@ import torch
 
 from specproof.command_rules import OneLineParser, output_path_problem
 from specproof.reference.schedulers import Algorithm1, FixedGamma
-
-from ..arguments import integer_at_least, loaded, number_in
-from ..data.corpora import load_corpora, prompts_from
-from ..decoding.rounds import DecodeResult
-from ..models.loading import SHIPPED_DIR, Models, load_models
-from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
-from .comparisons import Setting, speculative_decoder, target_decoder, with_gamma
-from .measurements import batched, mean_accepted_length, profile_batches
-from .paired_runs import Decoder, interleaved
-from .sizing import (
+from specproof.stats.sizing import (
     chunks_for_power,
     finite_interval,
     median,
@@ -54,10 +45,20 @@ from .sizing import (
     sign_test_power,
     sign_test_slower,
 )
-from .speed_sections import write_sections
-from .sts import fit_sts_by_temperature
 
-PROG = "python -m specproof.e2e.evaluation.headline"
+from ..arguments import integer_at_least, loaded, number_in
+from ..data.corpora import load_corpora, prompts_from
+from ..decoding.rounds import DecodeResult
+from ..evaluation.comparisons import Setting, speculative_decoder, target_decoder, with_gamma
+from ..evaluation.measurements import batched, mean_accepted_length, profile_batches
+from ..evaluation.paired_runs import Decoder, interleaved
+from ..evaluation.sts import fit_sts_by_temperature
+from ..models.loading import SHIPPED_DIR, Models, load_models
+from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
+from ..report.headline_and_clocks import ratio_cell, write_sections
+from ..report.table import interval, table
+
+PROG = "python -m specproof.e2e.experiments.headline"
 ALPHA = 0.05
 WIN_SHARE = 0.7
 POWER = 0.8
@@ -295,9 +296,9 @@ def headline(
             tests = entry["sign_tests"]
             print(
                 f"{key}: DSpark + Algorithm 1 x{entry['dspark_over_target']['median']:.2f} the "
-                f"target {fmt_interval(entry['dspark_over_target'])}, "
+                f"target {interval(entry['dspark_over_target'])}, "
                 f"x{entry['dspark_over_eagle']['median']:.2f} EAGLE-3 (gamma {gamma}) "
-                f"{fmt_interval(entry['dspark_over_eagle'])}; slower than EAGLE-3 on "
+                f"{interval(entry['dspark_over_eagle'])}; slower than EAGLE-3 on "
                 f"{tests['dspark_slower_than_eagle']['slower']}/{len(chunk_list)} chunks, "
                 f"p(slower) = {tests['dspark_slower_than_eagle']['p_value']:.3g}; "
                 f"load {entry['load_after']}"
@@ -335,39 +336,43 @@ def headline(
     }
 
 
-def fmt_interval(entry: dict[str, Any]) -> str:
-    return "[" + ", ".join("-" if x is None else f"{x:.2f}" for x in entry["interval_95"]) + "]"
-
-
 def markdown(result: dict[str, Any]) -> str:
     """The docs/end_to_end.md and BENCHMARKS.md table of a headline result."""
-    lines = [
-        "| domain / T | EAGLE-3 gamma (pilot) | tau DSpark / EAGLE-3 | DSpark + Alg. 1 x target "
-        "[95 %] | target | EAGLE-3 x target [95 %] | DSpark / EAGLE-3 [95 %] | chunks DSpark "
-        "slower | p (slower) | p (faster) | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for key, entry in result["settings"].items():
         gamma = entry["eagle_gamma"]
         tests = entry["sign_tests"]
         targets = entry["targets"]
         met = "met" if targets["speed_met_on_median"] else "missed"
-        lines.append(
-            f"| {key} | {gamma} | {entry['tau'][DSPARK]:.2f} / "
-            f"{entry['tau'][eagle_label(gamma)]:.2f} | "
-            f"{entry['dspark_over_target']['median']:.2f} "
-            f"{fmt_interval(entry['dspark_over_target'])}"
-            f" | >= {targets['speed_over_target']:g}: {met} | "
-            f"{entry['eagle_over_target']['median']:.2f} "
-            f"{fmt_interval(entry['eagle_over_target'])}"
-            f" | {entry['dspark_over_eagle']['median']:.2f} "
-            f"{fmt_interval(entry['dspark_over_eagle'])} | "
-            f"{tests['dspark_slower_than_eagle']['slower']}/{entry['chunks']} | "
-            f"{tests['dspark_slower_than_eagle']['p_value']:.3g} | "
-            f"{tests['dspark_faster_than_eagle']['p_value']:.3g} | "
-            f"{entry['load_before'][0]:.1f}-{entry['load_after'][0]:.1f} |"
+        rows.append(
+            [
+                key,
+                gamma,
+                f"{entry['tau'][DSPARK]:.2f} / {entry['tau'][eagle_label(gamma)]:.2f}",
+                ratio_cell(entry["dspark_over_target"]),
+                f">= {targets['speed_over_target']:g}: {met}",
+                ratio_cell(entry["eagle_over_target"]),
+                ratio_cell(entry["dspark_over_eagle"]),
+                f"{tests['dspark_slower_than_eagle']['slower']}/{entry['chunks']}",
+                f"{tests['dspark_slower_than_eagle']['p_value']:.3g}",
+                f"{tests['dspark_faster_than_eagle']['p_value']:.3g}",
+                f"{entry['load_before'][0]:.1f}-{entry['load_after'][0]:.1f}",
+            ]
         )
-    return "\n".join(lines) + "\n"
+    header = [
+        "domain / T",
+        "EAGLE-3 gamma (pilot)",
+        "tau DSpark / EAGLE-3",
+        "DSpark + Alg. 1 x target [95 %]",
+        "target",
+        "EAGLE-3 x target [95 %]",
+        "DSpark / EAGLE-3 [95 %]",
+        "chunks DSpark slower",
+        "p (slower)",
+        "p (faster)",
+        "load",
+    ]
+    return "\n".join(table(header, rows)) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

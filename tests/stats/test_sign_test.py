@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scipy import stats
 
-from specproof.e2e.evaluation.sign_test import binomial_tail, sign_test_slower
+from specproof.stats.sign_test import binomial_tail, sign_test_slower
 
 
 @pytest.mark.parametrize("n", [1, 5, 12, 20])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from specproof.e2e.evaluation.sizing import (
+from specproof.stats.sizing import (
     chunks_for_power,
     finite_interval,
     median_interval,

@@ -1,7 +1,7 @@
 """Drafting time per round of several DSpark drafters on one target, measured side by side:
 what a deeper drafter of the sweep costs at batch 1.
 
-    python -m specproof.e2e.evaluation.draft_time DIR [DIR ...] [--prompts N] [--repeats N]
+    python -m specproof.e2e.experiments.draft_time DIR [DIR ...] [--prompts N] [--repeats N]
 
 Each DIR holds a ``dspark.safetensors`` trained on the shipped target (what
 ``python -m specproof.e2e.training.sweep`` writes). Every prompt (held-out code, batch 1,
@@ -26,10 +26,10 @@ from specproof.reference.schedulers import FixedGamma
 from ..arguments import loaded
 from ..data.corpora import load_corpora, prompts_from
 from ..decoding.rounds import Drafter
+from ..evaluation.comparisons import Setting, phase_breakdown, speculative_decoder
 from ..models.loading import load_dspark, load_target
 from ..models.target import Target
 from ..plans import FAST_VERIFY, SHIPPED
-from .comparisons import Setting, phase_breakdown, speculative_decoder
 
 
 def median_draft_ms(
@@ -55,7 +55,7 @@ def median_draft_ms(
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser = OneLineParser(
-        prog="python -m specproof.e2e.evaluation.draft_time",
+        prog="python -m specproof.e2e.experiments.draft_time",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

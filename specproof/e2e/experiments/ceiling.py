@@ -1,6 +1,6 @@
 """The ceiling of block drafters, from samples of the target, beside DSpark and EAGLE-3.
 
-    python -m specproof.e2e.evaluation.ceiling [--weights DIR] [--contexts N] [--samples N]
+    python -m specproof.e2e.experiments.ceiling [--weights DIR] [--contexts N] [--samples N]
         [--threads N] [--seed N] [--out FILE] [--markdown FILE]
 
 Definitions, per domain, temperature T and slot k = 1..K (K = 7, DSpark's gamma). A context c
@@ -17,9 +17,10 @@ A_k(q) = E_c E_{y_<k ~ target} [sum_x min(p_k(x), q_k(x))]: the probability that
 slot k is accepted given that drafts 1..k-1 were accepted and equal to the target's own
 continuation. The ceiling of a family at slot k is max over the family of A_k; since q_k may be
 chosen separately for every (c, k) or (c, k, x_{k-1}), it is the mean over c of the best pooled
-law's acceptance of each group (:mod:`.best_draft`, exact per group). No capacity limit enters:
-the drafter may compute anything from what it sees, including the target's own laws, so at
-slot 1 both ceilings are 1; below 1 at later slots is the information the family cannot see.
+law's acceptance of each group (:mod:`specproof.e2e.evaluation.best_draft`, exact per group). No
+capacity limit enters: the drafter may compute anything from what it sees, including the
+target's own laws, so at slot 1 both ceilings are 1; below 1 at later slots is the information
+the family cannot see.
 
 It is estimated from ``samples`` continuations per context, two ways that bracket it in
 expectation: in sample (fit and score on the same samples; at least the ceiling) and split
@@ -38,9 +39,10 @@ prod_{j<k} min(1, q_j(y_j) / p_j(y_j)) times the slot-k acceptance gives the pro
 drafts 1..k are all accepted (importance weighting), pooled over contexts as a ratio. Decoding
 conditions on acceptance, which reweights the prefixes (towards those the drafter proposes
 well), so this conditional acceptance is not bounded by the teacher-forced ceiling. And the
-decoded per-slot conditional acceptance of both drafters (:func:`.measurements.acceptance_counts`)
-over whole decodes of the same prompts (``--new-tokens`` each, gamma = K, chunks of 4 prompts;
-bootstrap over chunks), whose rounds after the first start from the decoders' own text.
+decoded per-slot conditional acceptance of both drafters
+(:func:`specproof.e2e.evaluation.measurements.acceptance_counts`) over whole decodes of the same
+prompts (``--new-tokens`` each, gamma = K, chunks of 4 prompts; bootstrap over chunks), whose
+rounds after the first start from the decoders' own text.
 
 At T = 0 the target's continuation is a function of the context, so a marginal drafter that
 outputs it is accepted at every slot: both ceilings are exactly 1 and are not estimated. The
@@ -66,13 +68,14 @@ from specproof.reference.schedulers import FixedGamma
 
 from ..arguments import integer_at_least, loaded, write_result
 from ..data.corpora import load_corpora, prompts_from
+from ..evaluation.best_draft import context_estimates, survival_weights
+from ..evaluation.block_laws import dspark_block_laws, eagle_block_laws, sample_block
+from ..evaluation.comparisons import Setting, speculative_decoder
+from ..evaluation.measurements import acceptance_counts, batched
+from ..evaluation.paired_runs import interleaved
 from ..models.loading import SHIPPED_DIR, Models, load_models
 from ..plans import FAST_VERIFY, SHIPPED
-from .best_draft import context_estimates, survival_weights
-from .block_laws import dspark_block_laws, eagle_block_laws, sample_block
-from .comparisons import Setting, speculative_decoder
-from .measurements import acceptance_counts, batched
-from .paired_runs import interleaved
+from ..report.table import table
 
 BOOTSTRAP_RESAMPLES = 2000
 REQUESTS = 4
@@ -269,7 +272,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"context at T = 1; decoded rows over {result['new_tokens']} new tokens per context "
         f"(gamma = {result['slots']}, chunks of {REQUESTS}); {result['seconds']:.0f} s, load "
         f"average {result['load_before']} before and {result['load_after']} after. Definitions "
-        "in `specproof/e2e/evaluation/ceiling.py`. Each cell: estimate [95 % bootstrap interval]; "
+        "in `specproof/e2e/experiments/ceiling.py`. Each cell: estimate [95 % bootstrap interval]; "
         "a ceiling cell is split (lower) / in sample (upper) [bracket: split's low end, in-sample "
         "high end].",
         "",
@@ -277,20 +280,7 @@ def markdown(result: dict[str, Any]) -> str:
     for key, entry in result["tables"].items():
         lines.append(f"## {key}")
         lines.append("")
-        if "markov_split" in entry:
-            lines.append(
-                "| slot | marginal ceiling | Markov ceiling | DSpark teacher-forced | "
-                "EAGLE-3 teacher-forced | DSpark first round | EAGLE-3 first round | "
-                "DSpark decoded | EAGLE-3 decoded |"
-            )
-            lines.append("|---|---|---|---|---|---|---|---|---|")
-        else:
-            lines.append(
-                "| slot | ceiling | DSpark teacher-forced (greedy text) | EAGLE-3 teacher-forced "
-                "(greedy text) | DSpark first round | EAGLE-3 first round | DSpark decoded | "
-                "EAGLE-3 decoded |"
-            )
-            lines.append("|---|---|---|---|---|---|---|---|")
+        rows = []
         for k in range(result["slots"]):
             cells = [str(k + 1)]
             if "markov_split" in entry:
@@ -305,14 +295,22 @@ def markdown(result: dict[str, Any]) -> str:
             cells += [cell(entry[f"{name}_teacher_forced"], k) for name in DRAFTERS]
             cells += [cell(entry[f"{name}_first_round"], k) for name in DRAFTERS]
             cells += [cell(entry["decoded"][name], k) for name in DRAFTERS]
-            lines.append("| " + " | ".join(cells) + " |")
+            rows.append(cells)
+        if "markov_split" in entry:
+            ceilings = ["marginal ceiling", "Markov ceiling"]
+            forced = ["DSpark teacher-forced", "EAGLE-3 teacher-forced"]
+        else:
+            ceilings = ["ceiling"]
+            forced = ["DSpark teacher-forced (greedy text)", "EAGLE-3 teacher-forced (greedy text)"]
+        decoded = ["DSpark first round", "EAGLE-3 first round", "DSpark decoded", "EAGLE-3 decoded"]
+        lines += table(["slot", *ceilings, *forced, *decoded], rows)
         lines.append("")
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = OneLineParser(
-        prog="python -m specproof.e2e.evaluation.ceiling",
+        prog="python -m specproof.e2e.experiments.ceiling",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -343,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     tables = ceiling_table(models, args.contexts, args.samples, args.new_tokens, args.seed)
     command = " ".join(
         [
-            "python -m specproof.e2e.evaluation.ceiling",
+            "python -m specproof.e2e.experiments.ceiling",
             *(argv if argv is not None else sys.argv[1:]),
         ]
     )

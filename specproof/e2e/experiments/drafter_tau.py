@@ -1,18 +1,19 @@
 """tau and per-slot acceptance of several DSpark drafters against the shipped EAGLE-3, on the
 shipped target, decoded on the same prompts with the same seeds.
 
-    python -m specproof.e2e.evaluation.drafter_tau LABEL=DIR [LABEL=DIR ...] [--weights DIR]
+    python -m specproof.e2e.experiments.drafter_tau LABEL=DIR [LABEL=DIR ...] [--weights DIR]
                                                    [--prompts N] [--threads N] [--out FILE]
 
 Each DIR holds a ``dspark.safetensors`` trained on the target of ``--weights`` (default the
 shipped folder; its ``target.safetensors``, when DIR has one, must be the same file), e.g. what
-``python -m specproof.e2e.training.sweep`` writes; ``--weights`` also gives the EAGLE-3 drafter. The
-prompts, chunks, seeds and decoding settings are those of ``python -m specproof.e2e.evaluation.tau``
-(so its shipped figures are reproduced by ``shipped=specproof/e2e/weights``). Per domain and
-temperature: each drafter's tau, the paired DSpark - EAGLE-3 difference with a 95 % percentile
-bootstrap interval over chunks (:func:`.tau.paired_difference`), and each drafter's conditional
-acceptance per slot, P(draft k accepted | drafts 1..k-1 accepted), with a 95 % percentile
-bootstrap interval over chunks.
+``python -m specproof.e2e.training.sweep`` writes; ``--weights`` also gives the EAGLE-3 drafter.
+The prompts, chunks, seeds and decoding settings are those of
+``python -m specproof.e2e.experiments.tau`` (so its shipped figures are reproduced by
+``shipped=specproof/e2e/weights``). Per domain and temperature: each drafter's tau, the paired
+DSpark - EAGLE-3 difference with a 95 % percentile bootstrap interval over chunks
+(:func:`.tau.paired_difference`), and each drafter's conditional acceptance per slot,
+P(draft k accepted | drafts 1..k-1 accepted), with a 95 % percentile bootstrap interval over
+chunks.
 """
 
 from __future__ import annotations
@@ -33,15 +34,15 @@ from specproof.reference.schedulers import FixedGamma
 from ..arguments import integer_at_least, json_object, loaded, write_result
 from ..data.corpora import load_corpora, prompts_from
 from ..decoding.rounds import DecodeResult, Drafter
+from ..evaluation.comparisons import Setting, speculative_decoder
+from ..evaluation.measurements import acceptance_counts, batched, mean_accepted_length
+from ..evaluation.paired_runs import interleaved
 from ..models.loading import SHIPPED_DIR, load_dspark, load_eagle, load_target
 from ..models.target import parameter_count
 from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
-from .comparisons import Setting, speculative_decoder
-from .measurements import acceptance_counts, batched, mean_accepted_length
-from .paired_runs import interleaved
 from .tau import BOOTSTRAP_RESAMPLES, paired_difference
 
-PROG = "python -m specproof.e2e.evaluation.drafter_tau"
+PROG = "python -m specproof.e2e.experiments.drafter_tau"
 EAGLE = "eagle3"
 REQUESTS = 4
 SEED = 1000

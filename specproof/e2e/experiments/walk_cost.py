@@ -2,7 +2,7 @@
 round the scheduler-clock comparison does not charge (its CPU clock is a line fitted to rounds
 scheduled by a trivial schedule).
 
-    python -m specproof.e2e.evaluation.walk_cost [--out FILE] [--calls N]
+    python -m specproof.e2e.experiments.walk_cost [--out FILE] [--calls N]
 
 Confidences are drawn uniformly in [0.3, 1) for R requests and gamma = 7; SPS is a line of the
 shape this machine's profiles have (round time 12 ms + 0.15 ms per verified token). Each
@@ -56,7 +56,9 @@ def walk_costs(calls: int, seed: int = 0) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = OneLineParser(prog="python -m specproof.e2e.evaluation.walk_cost", description=__doc__)
+    parser = OneLineParser(
+        prog="python -m specproof.e2e.experiments.walk_cost", description=__doc__
+    )
     parser.add_argument("--calls", type=integer_at_least("--calls", 1), default=300)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/walk_cost.json"))
     args = parser.parse_args(argv)

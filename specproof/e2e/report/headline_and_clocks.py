@@ -1,7 +1,7 @@
 """The BENCHMARKS.md sections of the batch-1 headline and of the scheduler clocks, rendered
 from their JSON files (so a section can be rebuilt, and checked, from the committed numbers).
 
-    python -m specproof.e2e.evaluation.speed_sections [--headline FILE] [--clocks FILE]
+    python -m specproof.e2e.report.headline_and_clocks [--headline FILE] [--clocks FILE]
                                                       [--markdown FILE]
 """
 
@@ -15,14 +15,16 @@ from typing import Any
 from specproof.command_rules import OneLineParser
 from specproof.sections import replace_section
 
+from .table import interval, table
+
 HEADLINE_JSON = Path("benchmarks/headline_batch1.json")
 CLOCKS_JSON = Path("benchmarks/scheduler_clocks.json")
 DSPARK = "DSpark + Algorithm 1"
 
 
-def interval(entry: dict[str, Any]) -> str:
-    low, high = entry["interval_95"]
-    return f"[{'-' if low is None else f'{low:.2f}'}, {'-' if high is None else f'{high:.2f}'}]"
+def ratio_cell(entry: dict[str, Any], digits: int = 2) -> str:
+    """A median ratio with its 95 % interval: "1.23 [1.10, 1.31]"."""
+    return f"{entry['median']:.{digits}f} {interval(entry)}"
 
 
 def load_range(values: Sequence[Sequence[float]]) -> str:
@@ -59,43 +61,55 @@ def headline_section(result: dict[str, Any], source: str) -> str:
         "tests 'DSpark + Algorithm 1 is slower than EAGLE-3', 'p (faster)' the reverse, each "
         "at its own alpha = 0.05, no correction across the 12 tests.",
         "",
-        "| domain / T | EAGLE-3 gamma | tau DSpark / EAGLE-3 | DSpark + Alg. 1 x target "
-        "[95 %] | target met? | EAGLE-3 x target [95 %] | DSpark / EAGLE-3 [95 %] | chunks "
-        "DSpark slower | p (slower) | p (faster) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    rows = []
     for key, entry in settings.items():
         gamma = entry["eagle_gamma"]
         tests = entry["sign_tests"]
         targets = entry["targets"]
         met = "met" if targets["speed_met_on_median"] else "**missed**"
-        lines.append(
-            f"| {key} | {gamma} | {entry['tau'][DSPARK]:.2f} / "
-            f"{entry['tau'][f'EAGLE-3, gamma={gamma}']:.2f} | "
-            f"{entry['dspark_over_target']['median']:.2f} "
-            f"{interval(entry['dspark_over_target'])} | >= {targets['speed_over_target']:g}: "
-            f"{met} | {entry['eagle_over_target']['median']:.2f} "
-            f"{interval(entry['eagle_over_target'])} | "
-            f"{entry['dspark_over_eagle']['median']:.2f} {interval(entry['dspark_over_eagle'])} "
-            f"| {tests['dspark_slower_than_eagle']['slower']}/{entry['chunks']} | "
-            f"{tests['dspark_slower_than_eagle']['p_value']:.3g} | "
-            f"{tests['dspark_faster_than_eagle']['p_value']:.3g} |"
+        rows.append(
+            [
+                key,
+                gamma,
+                f"{entry['tau'][DSPARK]:.2f} / {entry['tau'][f'EAGLE-3, gamma={gamma}']:.2f}",
+                ratio_cell(entry["dspark_over_target"]),
+                f">= {targets['speed_over_target']:g}: {met}",
+                ratio_cell(entry["eagle_over_target"]),
+                ratio_cell(entry["dspark_over_eagle"]),
+                f"{tests['dspark_slower_than_eagle']['slower']}/{entry['chunks']}",
+                f"{tests['dspark_slower_than_eagle']['p_value']:.3g}",
+                f"{tests['dspark_faster_than_eagle']['p_value']:.3g}",
+            ]
         )
+    lines += table(
+        [
+            "domain / T",
+            "EAGLE-3 gamma",
+            "tau DSpark / EAGLE-3",
+            "DSpark + Alg. 1 x target [95 %]",
+            "target met?",
+            "EAGLE-3 x target [95 %]",
+            "DSpark / EAGLE-3 [95 %]",
+            "chunks DSpark slower",
+            "p (slower)",
+            "p (faster)",
+        ],
+        rows,
+    )
     lines += [
         "",
         "Pilot: EAGLE-3's median speed ratio to the target by gamma "
         f"({result['pilot_chunks']} calibration chunks per row; not the main chunks):",
         "",
-        "| domain / T | " + " | ".join(f"gamma={g}" for g in range(1, 8)) + " | chosen |",
-        "|---|" + "---|" * 8,
     ]
+    pilot_rows = []
     for key, pilot in result["pilot"].items():
         medians = pilot["eagle_median_ratio_to_target_by_gamma"]
-        lines.append(
-            f"| {key} | "
-            + " | ".join(f"{medians[str(g)]:.2f}" for g in range(1, 8))
-            + f" | {pilot['eagle_gamma']} |"
+        pilot_rows.append(
+            [key, *(f"{medians[str(g)]:.2f}" for g in range(1, 8)), pilot["eagle_gamma"]]
         )
+    lines += table(["domain / T", *(f"gamma={g}" for g in range(1, 8)), "chosen"], pilot_rows)
     return "\n".join(lines) + "\n"
 
 
@@ -138,19 +152,25 @@ def clocks_section(result: dict[str, Any], source: str) -> str:
         "",
         "CPU clock per batch size (seconds):",
         "",
-        "| B | DSpark round | target step | EAGLE-3 extra drafting by gamma |",
-        "|---|---|---|---|",
     ]
+    cpu_rows = []
     for batch, entry in batches.items():
         cpu = entry["clocks"]["cpu"]["clock"]
         extra = ", ".join(
             f"{g}: {s * 1e3:+.2f} ms" for g, s in cpu["eagle_extra_seconds_by_gamma"].items()
         )
-        lines.append(
-            f"| {batch} | {cpu['intercept_seconds'] * 1e3:.2f} ms + "
-            f"{cpu['slope_seconds_per_token'] * 1e3:.3f} ms * B | "
-            f"{cpu['target_step_seconds'] * 1e3:.2f} ms | {extra} |"
+        cpu_rows.append(
+            [
+                batch,
+                f"{cpu['intercept_seconds'] * 1e3:.2f} ms + "
+                f"{cpu['slope_seconds_per_token'] * 1e3:.3f} ms * B",
+                f"{cpu['target_step_seconds'] * 1e3:.2f} ms",
+                extra,
+            ]
         )
+    lines += table(
+        ["B", "DSpark round", "target step", "EAGLE-3 extra drafting by gamma"], cpu_rows
+    )
     lines += [
         "",
         "Algorithm 1 over the best fixed gamma of DSpark (chosen per clock and measure on the "
@@ -164,10 +184,8 @@ def clocks_section(result: dict[str, Any], source: str) -> str:
         "Speed relative to the target alone under each clock (median of per-chunk ratios, "
         "whole decode; tau in brackets):",
         "",
-        "| B | clock | Algorithm 1 | best fixed gamma | static a >= 1/2 | per-position "
-        "c >= 1/2 | best EAGLE-3 |",
-        "|---|---|---|---|---|---|---|",
     ]
+    speed_rows = []
     for batch, entry in batches.items():
         for name, clock in entry["clocks"].items():
             rows = clock["rows"]
@@ -179,13 +197,29 @@ def clocks_section(result: dict[str, Any], source: str) -> str:
 
             alg = next(label for label in rows if label.startswith(DSPARK))
             dspark_gamma, eagle_gamma = chosen["dspark_gamma"], chosen["eagle_gamma"]
-            lines.append(
-                f"| {batch} | {name} | {cell(alg)} | gamma={dspark_gamma}: "
-                f"{cell(f'DSpark, fixed gamma={dspark_gamma}')} | "
-                f"{cell('static threshold a>=1/2')} | "
-                f"{cell('per-position threshold c>=1/2')} | gamma={eagle_gamma}: "
-                f"{cell(f'EAGLE-3, fixed gamma={eagle_gamma}')} |"
+            speed_rows.append(
+                [
+                    batch,
+                    name,
+                    cell(alg),
+                    f"gamma={dspark_gamma}: {cell(f'DSpark, fixed gamma={dspark_gamma}')}",
+                    cell("static threshold a>=1/2"),
+                    cell("per-position threshold c>=1/2"),
+                    f"gamma={eagle_gamma}: {cell(f'EAGLE-3, fixed gamma={eagle_gamma}')}",
+                ]
             )
+    lines += table(
+        [
+            "B",
+            "clock",
+            "Algorithm 1",
+            "best fixed gamma",
+            "static a >= 1/2",
+            "per-position c >= 1/2",
+            "best EAGLE-3",
+        ],
+        speed_rows,
+    )
     lines += [
         "",
         f"Tests over the pooled held-out chunks: exact one-sided sign tests, alpha = "
@@ -195,24 +229,41 @@ def clocks_section(result: dict[str, Any], source: str) -> str:
         "clock only); 'faster' rejects 'Algorithm 1 is not faster'. Whole decode, and "
         "full-batch rounds only (every request still decoding):",
         "",
-        "| B | clock | measure | Algorithm 1 against | median ratio [95 %] | chunks faster | "
-        "p (faster) | p (non-inferior) | power at 70 % |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
+    test_rows = []
     for batch, entry in batches.items():
         for name, clock in entry["clocks"].items():
             for measure, tests in clock["tests"].items():
                 for test in tests.values():
                     faster = test["faster"]
                     non_inferior = test.get("non_inferior")
-                    lines.append(
-                        f"| {batch} | {name} | {measure.replace('_', ' ')} | "
-                        f"{test['reference']} | {test['ratio']['median']:.3f} "
-                        f"{interval(test['ratio'])} | {faster['slower']}/{faster['n']} | "
-                        f"{faster['p_value']:.3g} | "
-                        + (f"{non_inferior['p_value']:.3g}" if non_inferior else "-")
-                        + f" | {faster['power']:.2f} |"
+                    test_rows.append(
+                        [
+                            batch,
+                            name,
+                            measure.replace("_", " "),
+                            test["reference"],
+                            ratio_cell(test["ratio"], 3),
+                            f"{faster['slower']}/{faster['n']}",
+                            f"{faster['p_value']:.3g}",
+                            f"{non_inferior['p_value']:.3g}" if non_inferior else "-",
+                            f"{faster['power']:.2f}",
+                        ]
                     )
+    lines += table(
+        [
+            "B",
+            "clock",
+            "measure",
+            "Algorithm 1 against",
+            "median ratio [95 %]",
+            "chunks faster",
+            "p (faster)",
+            "p (non-inferior)",
+            "power at 70 %",
+        ],
+        test_rows,
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -221,10 +272,7 @@ def clocks_summary(result: dict[str, Any]) -> str:
     (columns): median ratio [95 %] (chunks on which Algorithm 1 is faster)."""
     batches = sorted(result["batches"], key=int)
     first = result["batches"][batches[0]]
-    lines = [
-        "| clock | measure | " + " | ".join(f"B = {b}" for b in batches) + " |",
-        "|---|---|" + "---|" * len(batches),
-    ]
+    rows = []
     for name in first["clocks"]:
         for measure in ("whole", "full_batch"):
             cells = []
@@ -233,10 +281,10 @@ def clocks_summary(result: dict[str, Any]) -> str:
                 faster = test["faster"]
                 gamma = test["reference"].rsplit("=", 1)[1]
                 cells.append(
-                    f"{test['ratio']['median']:.2f} {interval(test['ratio'])} "
-                    f"({faster['slower']}/{faster['n']}; gamma {gamma})"
+                    f"{ratio_cell(test['ratio'])} ({faster['slower']}/{faster['n']}; gamma {gamma})"
                 )
-            lines.append(f"| {name} | {measure.replace('_', ' ')} | " + " | ".join(cells) + " |")
+            rows.append([name, measure.replace("_", " "), *cells])
+    lines = table(["clock", "measure", *(f"B = {b}" for b in batches)], rows)
     return "\n".join(lines) + "\n"
 
 
@@ -251,7 +299,7 @@ def write_sections(headline: Path | None, clocks: Path | None, markdown: Path) -
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = OneLineParser(
-        prog="python -m specproof.e2e.evaluation.speed_sections", description=__doc__
+        prog="python -m specproof.e2e.report.headline_and_clocks", description=__doc__
     )
     parser.add_argument("--headline", type=Path, default=HEADLINE_JSON)
     parser.add_argument("--clocks", type=Path, default=CLOCKS_JSON)

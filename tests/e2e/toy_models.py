@@ -1,5 +1,6 @@
-"""Tiny, deterministic models for fast checks: a random target with a sharpened LM head (so
-its laws are far from uniform) and both drafters distilled from it for a fixed step count."""
+"""Tiny, deterministic models for the e2e tests' fast checks: a random target with a sharpened
+LM head (so its laws are far from uniform) and both drafters distilled from it for a fixed step
+count."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from typing import NamedTuple
 
 import torch
 
-from ..data.corpora import WindowSampler, prose_documents, split_documents
-from ..training.loops import TrainSettings, train_dspark, train_eagle
-from .dspark import DSparkConfig, DSparkDrafter
-from .eagle import EagleConfig, EagleDrafter
-from .target import Target, TargetConfig
+from specproof.e2e.data.corpora import WindowSampler, prose_documents, split_documents
+from specproof.e2e.models.dspark import DSparkConfig, DSparkDrafter
+from specproof.e2e.models.eagle import EagleConfig, EagleDrafter
+from specproof.e2e.models.target import Target, TargetConfig
+from specproof.e2e.training.loops import TrainSettings, train_dspark, train_eagle
 
 TOY_TARGET = TargetConfig(
     d_model=32, n_layers=3, n_heads=2, d_ff=64, max_len=48, feature_layers=(0, 1)

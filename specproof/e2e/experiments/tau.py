@@ -1,7 +1,7 @@
 """tau of both drafters at the full block, per domain and temperature, for one set of weights:
 the comparison the drafters' training length is judged by, without the speed tables.
 
-    python -m specproof.e2e.evaluation.tau [--weights DIR] [--prompts N] [--threads N] [--out FILE]
+    python -m specproof.e2e.experiments.tau [--weights DIR] [--prompts N] [--threads N] [--out FILE]
 
 Every drafter decodes the same held-out prompts (chunks of ``requests``) with the same seeds.
 The DSpark - EAGLE-3 difference carries a 95 % percentile bootstrap interval over chunks
@@ -24,12 +24,12 @@ from specproof.reference.schedulers import FixedGamma
 
 from ..arguments import loaded, write_result
 from ..data.corpora import load_corpora, prompts_from
+from ..evaluation.agreement import teacher_forced_score
+from ..evaluation.comparisons import Setting, speculative_decoder
+from ..evaluation.measurements import batched, mean_accepted_length
+from ..evaluation.paired_runs import interleaved
 from ..models.loading import SHIPPED_DIR, Models, load_models
 from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
-from ..training.sweep import teacher_forced_score
-from .comparisons import Setting, speculative_decoder
-from .measurements import batched, mean_accepted_length
-from .paired_runs import interleaved
 
 BOOTSTRAP_RESAMPLES = 2000
 
@@ -61,7 +61,7 @@ def tau_table(
 ) -> dict[str, Any]:
     """Per "domain/T=t": both drafters' tau and the paired DSpark - EAGLE-3 difference; and
     DSpark's teacher-forced tau proxy per domain
-    (:func:`specproof.e2e.training.sweep.teacher_forced_score`)."""
+    (:func:`specproof.e2e.evaluation.agreement.teacher_forced_score`)."""
     if prompts < 2 * requests:
         raise ValueError(f"need at least two chunks: prompts >= {2 * requests}")
     setting = Setting(new_tokens, FAST_VERIFY)
@@ -108,7 +108,7 @@ def tau_table(
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = OneLineParser(
-        prog="python -m specproof.e2e.evaluation.tau",
+        prog="python -m specproof.e2e.experiments.tau",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

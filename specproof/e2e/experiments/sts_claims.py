@@ -1,11 +1,12 @@
 """STS's two claims, judged position by position on a run's held-out ECE check.
 
-    python -m specproof.e2e.evaluation.sts_claims [--json FILE]
+    python -m specproof.e2e.experiments.sts_claims [--json FILE]
 
 Reads ``sts_held_out`` of a run's JSON (``python -m specproof.e2e.run``; by default the
 committed ``benchmarks/e2e.json``): per decoding temperature and position k, the held-out ECE
 of a_k before and after STS and the 95 % paired percentile bootstrap interval of the change
-(after - before; :func:`.calibration.ece_change_by_position`). The claims:
+(after - before; :func:`specproof.e2e.evaluation.calibration.ece_change_by_position`). The
+claims:
 
 - T = 1, non-inferior: the change is below ``MARGIN`` (0.01) at every position, shown when the
   interval's upper end is below the margin;
@@ -111,7 +112,7 @@ def judged(held_out: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = OneLineParser(
-        prog="python -m specproof.e2e.evaluation.sts_claims",
+        prog="python -m specproof.e2e.experiments.sts_claims",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

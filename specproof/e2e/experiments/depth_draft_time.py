@@ -3,7 +3,7 @@ DSpark drafters of several depths (the shipped width, d_ff and Markov rank) and 
 EAGLE-3 at gamma = 7, measured side by side on the shipped target; the deepest DSpark whose
 drafting time is at most EAGLE-3's is the one the equal-time comparison trains.
 
-    python -m specproof.e2e.evaluation.depth_draft_time [--depths 1 2 3 4 5 6] [--prompts N]
+    python -m specproof.e2e.experiments.depth_draft_time [--depths 1 2 3 4 5 6] [--prompts N]
     [--repeats N] [--out FILE]
 
 Drafting time does not depend on the weights' values, so the DSpark drafters are freshly
@@ -37,7 +37,7 @@ from ..models.target import Target, parameter_count
 from ..plans import SHIPPED
 from .draft_time import median_draft_ms
 
-PROG = "python -m specproof.e2e.evaluation.depth_draft_time"
+PROG = "python -m specproof.e2e.experiments.depth_draft_time"
 EAGLE = "eagle3_gamma7"
 
 

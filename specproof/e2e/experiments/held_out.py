@@ -1,7 +1,7 @@
 """How well a target predicts held-out text: bits per byte, the entropy of its law and the
 probability of its most likely byte, per domain.
 
-    python -m specproof.e2e.evaluation.held_out [WEIGHTS_DIR]
+    python -m specproof.e2e.experiments.held_out [WEIGHTS_DIR]
 
 prints them for the target in ``WEIGHTS_DIR`` (the shipped one by default) on the windows the
 training report and the end-to-end run use, so any other target file (an older commit's
@@ -12,61 +12,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from specproof.command_rules import OneLineParser
 
 from ..arguments import integer_at_least, loaded
-from ..data.corpora import Corpus, WindowSampler, load_corpora
+from ..data.corpora import load_corpora
+from ..evaluation.prediction import held_out_statistics
 from ..models.loading import SHIPPED_DIR, load_target
-from ..models.target import Target
 
-PROG = "python -m specproof.e2e.evaluation.held_out"
-WINDOW_BATCHES = 4
-"""Batches of held-out windows per domain."""
-
-
-@torch.no_grad()
-def prediction_statistics(
-    target: Target, sampler: WindowSampler, batches: int, batch_size: int, window: int
-) -> dict[str, float]:
-    """On ``batches`` batches of random windows: mean next-byte cross-entropy in bits, mean
-    entropy of the target's law in bits, and mean probability of its most likely byte."""
-    bits = entropy = top = 0.0
-    for _ in range(batches):
-        batch = sampler.batch(batch_size, window + 1)
-        log_probs = torch.log_softmax(target(batch[:, :-1]).logits.float(), dim=-1)
-        bits += float(F.nll_loss(log_probs.flatten(0, 1), batch[:, 1:].reshape(-1)))
-        entropy += float(-(log_probs.exp() * log_probs).sum(-1).mean())
-        top += float(log_probs.max(-1).values.exp().mean())
-    scale = batches * math.log(2)
-    return {
-        "bits_per_byte": bits / scale,
-        "entropy_bits": entropy / scale,
-        "top_probability": top / batches,
-    }
-
-
-def held_out_statistics(
-    target: Target, corpora: dict[str, Corpus], batch_size: int, window: int, seed: int
-) -> dict[str, dict[str, float]]:
-    """:func:`prediction_statistics` on each domain's evaluation documents (windows drawn with
-    ``seed + 1``)."""
-    return {
-        domain: prediction_statistics(
-            target,
-            WindowSampler({domain: corpus.stream("evaluation")}, {domain: 1.0}, seed + 1),
-            WINDOW_BATCHES,
-            batch_size,
-            window,
-        )
-        for domain, corpus in corpora.items()
-    }
+PROG = "python -m specproof.e2e.experiments.held_out"
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, dict[str, float]]:

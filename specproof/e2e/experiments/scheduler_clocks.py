@@ -1,7 +1,7 @@
 """Algorithm 1 against the best fixed gamma and the static thresholds at batch 4, 8 and 16,
 with EAGLE-3 beside them, under two clocks applied to the same recorded rounds.
 
-    python -m specproof.e2e.evaluation.scheduler_clocks [--batches 4 8 16] [--chunks N]
+    python -m specproof.e2e.experiments.scheduler_clocks [--batches 4 8 16] [--chunks N]
         [--sweep-chunks N] [--knees 16 64] [--margin 0.05] [--out FILE]
         [--rounds-out FILE]
 
@@ -47,16 +47,20 @@ import torch
 
 from specproof.command_rules import OneLineParser, output_path_problem
 from specproof.reference.schedulers import Algorithm1, FixedGamma, StaticThreshold
+from specproof.stats.sizing import (
+    finite_interval,
+    median,
+    sign_test_faster,
+    sign_test_non_inferior,
+    sign_test_power,
+)
 
 from ..arguments import integer_at_least, loaded, number_in
 from ..data.corpora import load_corpora, prompts_from
 from ..decoding.rounds import DecodeResult
 from ..decoding.schedules import PerPositionThreshold
-from ..models.loading import SHIPPED_DIR, Models, load_models
-from ..models.target import parameter_count
-from ..plans import FAST_VERIFY, SHIPPED
-from .calibration import fit_sts
-from .clocks import (
+from ..evaluation.calibration import fit_sts
+from ..evaluation.clocks import (
     Clock,
     DrafterKind,
     MeasuredClock,
@@ -67,20 +71,17 @@ from .clocks import (
     round_cost,
     verified_tokens,
 )
-from .comparisons import Setting, speculative_decoder, target_decoder, with_gamma
-from .measurements import batched, confidence_records, mean_accepted_length, profile_sps
-from .paired_runs import Decoder, interleaved
-from .sizing import (
-    finite_interval,
-    median,
-    sign_test_faster,
-    sign_test_non_inferior,
-    sign_test_power,
-)
-from .speed_sections import write_sections
-from .sts import decode_blocks
+from ..evaluation.comparisons import Setting, speculative_decoder, target_decoder, with_gamma
+from ..evaluation.measurements import batched, confidence_records, mean_accepted_length, profile_sps
+from ..evaluation.paired_runs import Decoder, interleaved
+from ..evaluation.sts import decode_blocks
+from ..models.loading import SHIPPED_DIR, Models, load_models
+from ..models.target import parameter_count
+from ..plans import FAST_VERIFY, SHIPPED
+from ..report.headline_and_clocks import ratio_cell, write_sections
+from ..report.table import table
 
-PROG = "python -m specproof.e2e.evaluation.scheduler_clocks"
+PROG = "python -m specproof.e2e.experiments.scheduler_clocks"
 ALPHA = 0.05
 WIN_SHARE = 0.7
 GAMMAS = tuple(range(1, 8))
@@ -373,7 +374,7 @@ def one_batch(
         whole = tests["whole"]["best_fixed"]
         print(
             f"B={requests} {name}: Algorithm 1 / {whole['reference']} median "
-            f"{whole['ratio']['median']:.3f} {fmt(whole['ratio'])}, faster on "
+            f"{ratio_cell(whole['ratio'], 3)}, faster on "
             f"{whole['faster']['slower']}/{whole['faster']['n']} chunks, "
             f"p(faster) = {whole['faster']['p_value']:.3g}"
             + (
@@ -396,10 +397,6 @@ def one_batch(
     return result, rounds
 
 
-def fmt(entry: dict[str, Any]) -> str:
-    return "[" + ", ".join("-" if x is None else f"{x:.2f}" for x in entry["interval_95"]) + "]"
-
-
 def fit_sts_t1(
     models: Models, prompts: dict[str, list[list[int]]], new_tokens: int, seed: int
 ) -> list[float]:
@@ -411,11 +408,7 @@ def fit_sts_t1(
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = [
-        "| B | clock | measure | Algorithm 1 against | gamma | median ratio [95 %] | chunks "
-        "Algorithm 1 faster | p (faster) | p (non-inferior) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    rows = []
     for batch, entry in result["batches"].items():
         for name, clock in entry["clocks"].items():
             for measure, tests in clock["tests"].items():
@@ -423,15 +416,31 @@ def markdown(result: dict[str, Any]) -> str:
                     reference = test["reference"]
                     gamma = reference.rsplit("=", 1)[1] if "gamma=" in reference else "-"
                     non_inferior = test.get("non_inferior")
-                    lines.append(
-                        f"| {batch} | {name} | {measure} | {role.replace('_', ' ')} | {gamma} | "
-                        f"{test['ratio']['median']:.3f} {fmt(test['ratio'])} | "
-                        f"{test['faster']['slower']}/{test['faster']['n']} | "
-                        f"{test['faster']['p_value']:.3g} | "
-                        + (f"{non_inferior['p_value']:.3g}" if non_inferior else "-")
-                        + " |"
+                    rows.append(
+                        [
+                            batch,
+                            name,
+                            measure,
+                            role.replace("_", " "),
+                            gamma,
+                            ratio_cell(test["ratio"], 3),
+                            f"{test['faster']['slower']}/{test['faster']['n']}",
+                            f"{test['faster']['p_value']:.3g}",
+                            f"{non_inferior['p_value']:.3g}" if non_inferior else "-",
+                        ]
                     )
-    return "\n".join(lines) + "\n"
+    header = [
+        "B",
+        "clock",
+        "measure",
+        "Algorithm 1 against",
+        "gamma",
+        "median ratio [95 %]",
+        "chunks Algorithm 1 faster",
+        "p (faster)",
+        "p (non-inferior)",
+    ]
+    return "\n".join(table(header, rows)) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
