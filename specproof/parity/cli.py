@@ -7,6 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from specproof.audit.signatures import signature_names
 from specproof.command_rules import (
     OneLineParser,
     internal_error,
@@ -16,7 +17,6 @@ from specproof.command_rules import (
 from specproof.testing.levels import DEFAULT_LEVEL, LEVELS
 
 PROG = "specproof parity-report"
-SIGNATURES = ("flashinfer", "vllm", "vllm-logits", "hf")
 PLOT_CASE = "small-vocab"
 REPORT = "report.md"
 
@@ -38,7 +38,7 @@ def parser() -> argparse.ArgumentParser:
     subjects = out.add_subparsers(dest="subject", required=True, parser_class=OneLineParser)
     verifier = subjects.add_parser("verifier", help="a chain verifier (function level)")
     verifier.add_argument("path", metavar="MODULE:FN", help="the verifier")
-    verifier.add_argument("--signature", choices=SIGNATURES, required=True)
+    verifier.add_argument("--signature", choices=signature_names(), required=True)
     verifier.add_argument(
         "--cases", metavar="A,B", help="audit cases to run (default: the pytest plugin's)"
     )
