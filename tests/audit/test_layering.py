@@ -90,4 +90,3 @@ def test_the_order_is_the_packages_and_the_docstrings() -> None:
     doc = specproof.audit.__doc__ or ""
     positions = [doc.index(f"``{name}``") for name in ORDER]
     assert positions == sorted(positions)
-
