@@ -7,6 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from specproof.audit.engine.audit import DEFAULT_TOKENS
 from specproof.audit.signatures import signature_names
 from specproof.command_rules import (
     OneLineParser,
@@ -47,7 +48,12 @@ def parser() -> argparse.ArgumentParser:
     )
     engine = subjects.add_parser("engine", help="a whole engine (engine level)")
     engine.add_argument("path", metavar="MODULE:FN", help="FN() returns an Engine")
-    engine.add_argument("--tokens", type=int, default=4, help="new tokens per run (4)")
+    engine.add_argument(
+        "--tokens",
+        type=int,
+        default=DEFAULT_TOKENS,
+        help=f"new tokens per run ({DEFAULT_TOKENS})",
+    )
     for sub in (verifier, engine):
         sub.add_argument("--out", metavar="DIR", required=True, help="folder for report.md")
         sub.add_argument("--level", choices=sorted(LEVELS), default=DEFAULT_LEVEL)

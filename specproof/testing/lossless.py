@@ -16,6 +16,7 @@ import torch
 
 from specproof.audit.cases import verifier_problems
 from specproof.audit.engine import Engine, audit_engine
+from specproof.audit.engine.audit import DEFAULT_TOKENS
 from specproof.audit.problems import TableProblem
 from specproof.audit.report import AuditReport
 from specproof.audit.run import audit_verifier
@@ -220,7 +221,7 @@ def assert_engine_lossless(
 def engine_outcome(
     engine: Engine,
     *,
-    num_new_tokens: int = 4,
+    num_new_tokens: int = DEFAULT_TOKENS,
     level: str | Level = DEFAULT_LEVEL,
     seed: int = 0,
     twin: bool = True,
