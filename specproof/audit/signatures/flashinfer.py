@@ -203,14 +203,14 @@ class FlashInferSignature(VerifierSignature):
         batch: int,
     ) -> HuntCall:
         gamma, vocab = draft.shape
-        repeated = tokens.repeat(batch, 1).to(torch.int32)
+        repeated = tokens.repeat(batch, 1)
         draft3 = draft.expand(batch, gamma, vocab).contiguous()
         target3 = target.expand(batch, gamma + 1, vocab).contiguous()
 
         def call(size: int, generator: torch.Generator) -> torch.Tensor:
             seed_torch(generator)
             zeros = torch.zeros(batch, dtype=torch.int32)
-            result = fn(draft3, repeated, target3, zeros, zeros.clone())
+            result = fn(draft3, repeated.to(torch.int32), target3, zeros, zeros.clone())
             return first_output(result)
 
         return call
