@@ -22,7 +22,7 @@ from specproof.reference.filters import FilterOrder
 
 from . import examples
 from .engine import sequence_examples
-from .signatures import Signature
+from .signatures import Signature, signature_named
 
 
 @dataclass(frozen=True)
@@ -314,7 +314,6 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     from .calls import audit_calls
     from .cases import calls_problem, verifier_problems
     from .drafters import fidelity_rows
-    from .filters import DEFAULT_ORDER
     from .hunt import hunt_case, hunt_cases
     from .nonfinite import nonfinite_rows
     from .run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, audit_verifier
@@ -354,7 +353,7 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     if bug.case.startswith("fidelity"):
         temperature = float(bug.case.removeprefix("fidelity-T"))
         return fidelity_rows(model, alpha=alpha, beta=beta, seed=seed, temperatures=(temperature,))
-    order = bug.filter_order or DEFAULT_ORDER[bug.signature]
+    order = bug.filter_order or signature_named(bug.signature).default_filter_order
     problems = verifier_problems(seed, filter_order=order)
     problem = next(p for p in problems if p.name == bug.case)
     fn, drafter = (examples.rejection_sample, model) if bug.drafter else (model, None)

@@ -35,20 +35,10 @@ import torch
 
 from .drafting import Drafts, draft_rounds
 from .errors import VerifierError, out_of_memory
-from .ids import integer_ids
 from .problems import TableProblem
 from .report import INFO, CaseResult, exact_row, limit_row
 from .requests import GREEDY_TEMPERATURE
-from .signatures import (
-    DEFAULT_MAX_BATCH,
-    Signature,
-    Verifier,
-    accepts_generator,
-    call_hf,
-    row_slices,
-    seed_torch,
-    vllm_call,
-)
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, signature_named
 from .structure import check_structure
 
 CASE = "calls"
@@ -81,11 +71,6 @@ def _parameter_names(fn: Verifier) -> list[str]:
         return list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         return []
-
-
-OUTPUT_ARGUMENTS: dict[str, frozenset[int]] = {"flashinfer": frozenset({3, 4})}
-"""Arguments a signature's verifier writes into by contract (FlashInfer's accepted and emitted
-counts): copied like the others, never reported."""
 
 
 def own_copies(fn: Verifier, written: set[str], outputs: frozenset[int] = frozenset()) -> Verifier:
@@ -159,40 +144,6 @@ def collision_probability(drafts: Drafts, bonus_given: bool) -> np.ndarray:
     return total
 
 
-def _flashinfer_call(
-    fn: Verifier, drafts: Drafts, stream: torch.Generator, seed: int | None, max_batch: int
-) -> torch.Tensor:
-    """Dense calls (fixed draft length) with FlashInfer's signature, one per ``max_batch``
-    rows; ``seed``: a fresh ``generator=`` per call, the first seeded ``seed`` and the others
-    from it (the function must accept it), None: torch's global stream, reseeded from the
-    audit's stream."""
-    batch, gamma = drafts.tokens.shape
-    out = torch.empty((batch, gamma + 1), dtype=torch.int64)
-    seeds = None if seed is None else torch.Generator().manual_seed(seed)
-    for index, rows in enumerate(row_slices(batch, max_batch)):
-        part = drafts.select(rows)
-        size = len(part.lengths)
-        kwargs: dict[str, Any] = {"deterministic": True}
-        if seed is not None and seeds is not None:
-            own = seed if index == 0 else int(torch.randint(0, 2**62, (1,), generator=seeds))
-            kwargs["generator"] = torch.Generator().manual_seed(own)
-        else:
-            seed_torch(stream)
-        result = fn(
-            part.draft_probs.contiguous(),
-            part.tokens.to(torch.int32).contiguous(),
-            part.target_probs.contiguous(),
-            torch.zeros(size, dtype=torch.int32),
-            torch.zeros(size, dtype=torch.int32),
-            **kwargs,
-        )
-        called = integer_ids(result[0] if isinstance(result, tuple | list) else result, "output")
-        if called.shape != (size, gamma + 1):
-            raise VerifierError(f"output_token_ids has shape {tuple(called.shape)}")
-        out[rows] = called.to(torch.int64)
-    return out
-
-
 def _rate_row(
     check: str,
     same: np.ndarray,
@@ -252,44 +203,21 @@ def audit_calls(
     call of ``fn`` carrying at most ``max_batch`` requests."""
     if any(problem.greedy_modes):
         raise ValueError(f"{problem.name}: the calls rows use random rows only")
+    shape = signature_named(signature)
     stream = torch.Generator().manual_seed(seed + 1)
     needed = rows_needed(alpha, beta, delta)
-    seeded_rows = signature.startswith("vllm") and problem.seeded
+    seeded_rows = shape.carries_requests and problem.seeded
     batch = 3 * needed if seeded_rows else needed
-    if signature == "hf":
-        batch = needed
     drafts = draft_rounds(problem, batch, stream)
-    if signature.startswith("vllm") and not problem.seeded:
+    if shape.carries_requests and not problem.seeded:
         raise ValueError(f"{problem.name}: vLLM's calls rows need seeded requests")
     written: set[str] = set()
-    fn = own_copies(fn, written, OUTPUT_ARGUMENTS.get(signature, frozenset()))
+    fn = own_copies(fn, written, shape.output_arguments)
     try:
-        if signature.startswith("vllm"):
-            logits = signature == "vllm-logits"
-            call = vllm_call(
-                drafts, problem, stream, logits=logits, marker=marker, max_batch=max_batch
-            )
-            first, again = call(fn), call(fn)
-            seeded = (drafts.seeds >= 0).numpy() if drafts.seeds is not None else None
-            third = first
-            if drafts.seeds is not None:
-                fresh = torch.randint(0, 2**62, drafts.seeds.shape, generator=stream)
-                third = call(fn, seeds=torch.where(drafts.seeds >= 0, fresh, drafts.seeds))
-        elif signature == "flashinfer":
-            first = _flashinfer_call(fn, drafts, stream, None, max_batch)
-            again = _flashinfer_call(fn, drafts, stream, None, max_batch)
-            seeded = None
-            third = first
-            if accepts_generator(fn):
-                s1, s2 = (int(v) for v in torch.randint(0, 2**62, (2,), generator=stream))
-                seeded_a = _flashinfer_call(fn, drafts, stream, s1, max_batch)
-                seeded_b = _flashinfer_call(fn, drafts, stream, s1, max_batch)
-                seeded_c = _flashinfer_call(fn, drafts, stream, s2, max_batch)
-        else:
-            first = call_hf(fn, drafts, problem, stream)
-            again = call_hf(fn, drafts, problem, stream)
-            seeded = None
-            third = first
+        calls = shape.repeated_calls(
+            fn, drafts, problem, stream, marker=marker, max_batch=max_batch
+        )
+        first, again, third, seeded = calls.first, calls.again, calls.third, calls.seeded
         for out in (first, again):
             check_structure(out, drafts, problem.vocab)
     except VerifierError as error:
@@ -301,7 +229,7 @@ def audit_calls(
         # The verifier raised: a failed row, not the audit's end.
         detail = f"{CASE}: the verifier raised {type(error).__name__}: {error}"
         return [exact_row(CASE, "runs", 0, "FAIL", detail)]
-    collision = collision_probability(drafts, bonus_given=signature.startswith("vllm"))
+    collision = collision_probability(drafts, bonus_given=not shape.sends_bonus_row)
     identical = (first == again).all(1).numpy()
     results: list[CaseResult] = []
     unseeded = np.ones(batch, dtype=bool) if seeded is None else ~seeded
@@ -319,7 +247,8 @@ def audit_calls(
                 "seeds", across[seeded], collision[seeded], alpha, beta, delta, "differently seeded"
             )
         )
-    elif signature == "flashinfer" and accepts_generator(fn):
+    elif calls.generator_runs is not None:
+        seeded_a, seeded_b, seeded_c = calls.generator_runs
         differs = np.nonzero(~(seeded_a == seeded_b).all(1).numpy())[0]
         results.append(_repeat_row(differs, batch, "generator="))
         across = (seeded_a == seeded_c).all(1).numpy()

@@ -22,7 +22,6 @@ from specproof.command_rules import (
 from specproof.reference.filters import FILTER_ORDERS
 
 from .cases import LARGE_VOCAB, LONG_LARGE_VOCAB, verifier_problems
-from .filters import DEFAULT_ORDER
 from .guard import abandoned_calls
 from .hunt import DEFAULT_BUDGET, excluded_rate
 from .laws import check_enumerable
@@ -38,13 +37,12 @@ from .run import (
     audit_verifier,
     progress_bar,
 )
-from .signatures import DEFAULT_MAX_BATCH, Signature
+from .signatures import DEFAULT_MAX_BATCH, Signature, signature_named, signature_names
 
 PROG = "specproof audit"
 QUICK_DELTA = 0.1
 """--quick's delta: n falls as 1/delta^2, so about a quarter of the default's rounds."""
 QUICK_HUNT_SECONDS = 10.0
-SIGNATURES = ("flashinfer", "vllm", "vllm-logits", "hf")
 MARKERS = {"0": GREEDY_TEMPERATURE, "-1": LEGACY_GREEDY_TEMPERATURE}
 MAX_VOCAB = 2**20
 """Largest --large-vocab / --long-vocab: above every real vocabulary (about 262k at most), and
@@ -178,7 +176,7 @@ def parser() -> argparse.ArgumentParser:
     kind = out.add_mutually_exclusive_group(required=True)
     kind.add_argument(
         "--signature",
-        choices=SIGNATURES,
+        choices=signature_names(),
         help="audit a verifier with FlashInfer's chain_speculative_sampling, vLLM's "
         "rejection_sample (target probabilities), vllm-logits (the same with raw target logits: "
         "the verifier applies each request's temperature, top-k and top-p), or the batch-1 "
@@ -355,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.seed,
                 args.large_vocab,
                 args.long_vocab,
-                args.filter_order or DEFAULT_ORDER[args.signature],
+                args.filter_order or signature_named(args.signature).default_filter_order,
             )
             if args.signature
             else []

@@ -8,9 +8,14 @@ the two bug models of :data:`NONFINITE_BUGS`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+# mypy reads optimized/ as the package ``optimized`` (the wheel maps it to specproof.optimized,
+# which mypy cannot follow), so the call shapes are imported for it under that name.
+if TYPE_CHECKING:
+    from optimized.call_shapes import FlashInferChainSpeculativeSampling, VllmRejectionSample
 
 PLACEHOLDER = -1
 
@@ -583,3 +588,18 @@ def global_search_schedule(confidences: list[list[Any]], sps: Any) -> list[int]:
     from specproof.reference import GlobalSearch
 
     return GlobalSearch()(confidences, sps)
+
+
+# The example verifiers have the engines' call shapes (mypy checks these lines).
+_flashinfer_shapes: list[FlashInferChainSpeculativeSampling] = [
+    chain_speculative_sampling,
+    biased_chain_speculative_sampling,
+]
+_vllm_shapes: list[VllmRejectionSample] = [
+    rejection_sample,
+    rejection_sample_logits,
+    rejection_sample_logits_min_p_last,
+    rejection_sample_logits_llama_cpp,
+    rejection_sample_logits_joint,
+    biased_rejection_sample,
+]

@@ -29,9 +29,6 @@ metadata (``vllm``); FlashInfer's signature carries no request parameters, so th
 
 from __future__ import annotations
 
-import functools
-import inspect
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -45,19 +42,11 @@ from .drafting import DraftFn, draft_rounds
 from .problems import TableProblem
 from .requests import GREEDY_TEMPERATURE, RequestParams
 from .rounds import RoundFn, verifier_round
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, call_hf, call_vllm
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, signature_named
 from .structure import check_structure
 
 MARGIN = 0.005
 """Smallest distance of every filter decision from its threshold (float32 rounding is ~1e-7)."""
-DEFAULT_ORDER: dict[str, FilterOrder] = {
-    "vllm": "vllm",
-    "vllm-logits": "vllm",
-    "hf": "sequential",
-    "flashinfer": "joint",
-}
-"""The order of the engine each signature comes from (FlashInfer's joint top-k/top-p)."""
-FILTER_KEYWORDS = ("top_k", "top_p", "min_p")
 
 ORDER_REQUEST = RequestParams(0.8, top_k=4, top_p=0.7, binding=True)
 ORDER_MASSES = (0.36, 0.28, 0.14, 0.10, 0.07, 0.05)
@@ -278,22 +267,9 @@ def order_tv(problem: FilterProblem) -> float:
     return variant_tv(problem, order="joint" if problem.order == "sequential" else "sequential")
 
 
-def accepts_filters(fn: Verifier) -> bool:
-    """Whether an hf-signature verifier takes the request's filters as keywords."""
-    try:
-        parameters = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return True
-    return all(name in parameters for name in FILTER_KEYWORDS)
-
-
 def reaches(fn: Verifier, signature: Signature) -> bool:
     """Whether ``fn`` can be audited on the binding cases with ``signature``."""
-    if signature == "flashinfer":
-        return False
-    return signature != "hf" or accepts_filters(fn)
+    return signature_named(signature).reaches_filters(fn)
 
 
 def raw_target(problem: FilterProblem, tokens: torch.Tensor) -> torch.Tensor:
@@ -318,22 +294,18 @@ def filter_round(
 ) -> RoundFn:
     """:func:`specproof.audit.rounds.verifier_round`, with binding cases' target rows sent raw
     (``vllm-logits``: logits T log raw; ``hf``: the same logits and the filters as keywords)."""
-    plain = verifier_round(fn, signature, drafter, marker=marker, max_batch=max_batch)
+    shape = signature_named(signature)
+    plain = verifier_round(fn, shape, drafter, marker=marker, max_batch=max_batch)
 
     def run(problem: TableProblem, batch: int, generator: torch.Generator) -> Any:
-        if not isinstance(problem, FilterProblem) or signature in ("vllm", "flashinfer"):
+        if not isinstance(problem, FilterProblem) or not shape.filters_sent_raw:
             return plain(problem, batch, generator)
         drafts = draft_rounds(problem, batch, generator, drafter=drafter)
         raw = raw_target(problem, drafts.tokens)
         params = problem.requests[0]
-        if signature == "vllm-logits":
-            logits = (torch.log(raw.double()) * params.temperature).to(torch.float32)
-            sent = replace(drafts, target_probs=logits)
-            out = call_vllm(fn, sent, problem, generator, marker=marker, max_batch=max_batch)
-        else:  # hf: call_hf sends T log(rows) at the request's temperature
-            keywords = {name: getattr(params, name) for name in FILTER_KEYWORDS}
-            bound: Callable[..., Any] = functools.partial(fn, **keywords)
-            out = call_hf(bound, replace(drafts, target_probs=raw), problem, generator)
+        out = shape.call_raw(
+            fn, drafts, raw, params, problem, generator, marker=marker, max_batch=max_batch
+        )
         check_structure(out, drafts, problem.vocab)
         return out, drafts
 

@@ -25,8 +25,7 @@ from .guard import Guard, SubjectFailure, settle
 from .ids import integer_ids
 from .problems import PLACEHOLDER
 from .report import AuditReport, CaseResult, exact_row, limit_row
-from .requests import MASKED_LOGIT, vllm_metadata
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, one_torch_thread, seed_torch
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, signature_named
 
 DEFAULT_BATCH = 1 << 18
 """Rounds per call before the cap: calls carry min(this, ``max_batch``) requests."""
@@ -93,52 +92,7 @@ def _projected(done: int, budget: float | None, stop_at: float) -> int:
 
 def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> Call:
     """Inputs for ``batch`` rounds of the case, built once; returns [batch, gamma + 1] outputs."""
-    gamma, vocab = case.draft.shape
-    tokens = case.tokens.repeat(batch, 1)
-    if signature.startswith("vllm"):
-        flat_tokens = tokens.reshape(-1).to(torch.int32)
-        draft = case.draft.repeat(batch, 1)
-        target = case.target[:gamma].repeat(batch, 1)
-        if signature == "vllm-logits":
-            target = torch.where(target > 0, 0.0, MASKED_LOGIT)
-        bonus = case.target[gamma].argmax().repeat(batch, 1).to(torch.int32)
-        cu = torch.arange(1, batch + 1, dtype=torch.int32) * gamma
-        metadata = vllm_metadata(batch)
-
-        def call_vllm(size: int, generator: torch.Generator) -> torch.Tensor:
-            seed_torch(generator)
-            return fn(flat_tokens, [gamma] * batch, gamma, cu, draft, target, bonus, metadata)
-
-        return call_vllm
-    if signature == "flashinfer":
-        draft3 = case.draft.expand(batch, gamma, vocab).contiguous()
-        target3 = case.target.expand(batch, gamma + 1, vocab).contiguous()
-
-        def call_flashinfer(size: int, generator: torch.Generator) -> torch.Tensor:
-            seed_torch(generator)
-            zeros = torch.zeros(batch, dtype=torch.int32)
-            result = fn(draft3, tokens.to(torch.int32), target3, zeros, zeros.clone())
-            return result[0] if isinstance(result, tuple | list) else result
-
-        return call_flashinfer
-    scale = 0.5
-    draft_logits = (torch.log(case.draft.double()) * scale).float().unsqueeze(0)
-    target_logits = (torch.log(case.target.double()) * scale).float().unsqueeze(0)
-
-    def call_hf(size: int, generator: torch.Generator) -> torch.Tensor:
-        seed_torch(generator)
-        out = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
-        with one_torch_thread():
-            for row in range(batch):
-                result = fn(case.tokens.unsqueeze(0), draft_logits, target_logits, scale)
-                emitted = integer_ids(
-                    result[0] if isinstance(result, tuple | list) else result, "output"
-                )
-                emitted = emitted.reshape(-1)[: gamma + 1]
-                out[row, : emitted.numel()] = emitted
-        return out
-
-    return call_hf
+    return signature_named(signature).hunt_call(fn, case.tokens, case.draft, case.target, batch)
 
 
 def hunt_case(
@@ -158,7 +112,7 @@ def hunt_case(
     seconds, up to ``rounds``; exact verdict (alpha = 0). Each call carries at most
     ``max_batch`` requests: the hunt keeps its rounds by calling more often."""
     if batch is None:
-        batch = 64 if signature == "hf" else DEFAULT_BATCH
+        batch = signature_named(signature).hunt_batch or DEFAULT_BATCH
     batch = max(1, min(batch, rounds, max_batch))
     guard = Guard(timeout)
     try:

@@ -30,15 +30,7 @@ from .errors import VerifierError, out_of_memory
 from .guard import SubjectExit
 from .problems import PLACEHOLDER
 from .report import CaseResult, exact_row, limit_row
-from .requests import vllm_metadata
-from .signatures import (
-    DEFAULT_MAX_BATCH,
-    HF_TEMPERATURE,
-    Signature,
-    Verifier,
-    row_slices,
-    seed_torch,
-)
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, seed_torch, signature_named
 from .structure import check_structure, emitted_lengths
 
 CASE = "nonfinite"
@@ -78,7 +70,9 @@ class Batch:
 def _positions(case: NonFiniteCase, signature: Signature) -> int:
     """Positions a corrupted row cycles over: the target's bonus row too where it is passed."""
     bonus_row = (
-        case.where == "target" and case.kind == "all-nan" and signature in ("flashinfer", "hf")
+        case.where == "target"
+        and case.kind == "all-nan"
+        and signature_named(signature).sends_bonus_row
     )
     return GAMMA + 1 if bonus_row else GAMMA
 
@@ -111,113 +105,24 @@ def _corrupt(rows: torch.Tensor, batch: Batch, kind: str) -> torch.Tensor:
     return out
 
 
-Call = Callable[[], torch.Tensor]
-PartCall = Callable[[slice], torch.Tensor]
-
-
-def _in_parts(call: PartCall, size: int, max_batch: int) -> Call:
-    """``call`` once per ``max_batch`` rows, the outputs stacked (-1 padded to one width); a
-    part returning another number of rows than it was given is a layout failure."""
-
-    def stacked() -> torch.Tensor:
-        parts = []
-        for rows in row_slices(size, max_batch):
-            out = call(rows)
-            expected = rows.stop - rows.start
-            if out.dim() != 2 or out.shape[0] != expected:
-                raise VerifierError(
-                    f"output has shape {tuple(out.shape)}, expected [{expected}, n + 1] (the "
-                    f"call on requests {rows.start}..{rows.stop - 1})"
-                )
-            parts.append(out.to(torch.int64))
-        width = max(p.shape[1] for p in parts)
-        out = torch.full((size, width), PLACEHOLDER, dtype=torch.int64)
-        for rows, part in zip(row_slices(size, max_batch), parts, strict=True):
-            out[rows, : part.shape[1]] = part
-        return out
-
-    return stacked
-
-
 def _caller(
     fn: Verifier,
     signature: Signature,
     case: NonFiniteCase,
     batch: Batch,
     max_batch: int = DEFAULT_MAX_BATCH,
-) -> Call:
+) -> Callable[[], torch.Tensor]:
     """The calls of ``fn`` on the corrupted batch, each of at most ``max_batch`` requests;
     returns [B, gamma + 1] outputs, -1 padded."""
-    size = batch.tokens.shape[0]
-    draft, target = batch.draft, batch.target
-    if case.where == "draft" and signature != "hf":
-        draft = _corrupt(draft, batch, case.kind)
-    if case.where == "target" and signature in ("flashinfer", "vllm"):
-        target = _corrupt(target, batch, case.kind)
-    if signature == "flashinfer":
-
-        def call_flashinfer(rows: slice) -> torch.Tensor:
-            zeros = torch.zeros(rows.stop - rows.start, dtype=torch.int32)
-            result = fn(
-                draft[rows].contiguous(),
-                batch.tokens[rows].to(torch.int32),
-                target[rows].contiguous(),
-                zeros,
-                zeros.clone(),
-            )
-            return torch.as_tensor(result[0] if isinstance(result, tuple | list) else result)
-
-        return _in_parts(call_flashinfer, size, max_batch)
-    if signature in ("vllm", "vllm-logits"):
-        verified = target[:, :GAMMA]
-        if signature == "vllm-logits":
-            logits = torch.log(batch.target[:, :GAMMA].double()).to(torch.float32)
-            verified = _corrupt(logits, batch, case.kind) if case.where == "target" else logits
-        bonus = torch.multinomial(
-            batch.target[:, GAMMA].double(), 1, generator=torch.Generator().manual_seed(size)
-        ).to(torch.int32)
-
-        def call_vllm(rows: slice) -> torch.Tensor:
-            count = rows.stop - rows.start
-            return torch.as_tensor(
-                fn(
-                    batch.tokens[rows].reshape(-1).to(torch.int32),
-                    [GAMMA] * count,
-                    GAMMA,
-                    torch.arange(1, count + 1, dtype=torch.int32) * GAMMA,
-                    draft[rows].reshape(-1, VOCAB).contiguous(),
-                    verified[rows].reshape(-1, VOCAB).contiguous(),
-                    bonus[rows].contiguous(),
-                    vllm_metadata(count),
-                )
-            )
-
-        return _in_parts(call_vllm, size, max_batch)
-    scale = HF_TEMPERATURE
-    draft_logits = (torch.log(batch.draft.double()) * scale).to(torch.float32)
-    target_logits = (torch.log(batch.target.double()) * scale).to(torch.float32)
-    if case.where == "draft":
-        draft_logits = _corrupt(draft_logits, batch, case.kind)
-    else:
-        target_logits = _corrupt(target_logits, batch, case.kind)
-
-    def call_hf() -> torch.Tensor:
-        out = torch.full((size, GAMMA + 1), PLACEHOLDER, dtype=torch.int64)
-        for row in range(size):
-            result = fn(
-                batch.tokens[row : row + 1].clone(),
-                draft_logits[row : row + 1].clone(),
-                target_logits[row : row + 1].clone(),
-                scale,
-            )
-            emitted = torch.as_tensor(result[0] if isinstance(result, tuple | list) else result)
-            emitted = emitted.to(torch.int64).reshape(-1)
-            if not 1 <= emitted.numel() <= GAMMA + 1:
-                raise VerifierError(f"emitted {emitted.numel()} tokens for {GAMMA} drafts", row)
-            out[row, : emitted.numel()] = emitted
-        return out
-
-    return call_hf
+    return signature_named(signature).nonfinite_call(
+        fn,
+        batch.draft,
+        batch.tokens,
+        batch.target,
+        case.where,
+        lambda rows: _corrupt(rows, batch, case.kind),
+        max_batch,
+    )
 
 
 def _repeated_rejection(out: torch.Tensor, tokens: torch.Tensor) -> int | None:

@@ -16,14 +16,7 @@ from .errors import CaseTimeout, VerifierError
 from .guard import SubjectFailure
 from .problems import PLACEHOLDER, Outcome, TableProblem, token_classes
 from .requests import GREEDY_TEMPERATURE
-from .signatures import (
-    DEFAULT_MAX_BATCH,
-    Signature,
-    Verifier,
-    call_flashinfer,
-    call_hf,
-    call_vllm,
-)
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, signature_named
 from .structure import check_structure, emitted_lengths
 
 RoundFn = Callable[[TableProblem, int, torch.Generator], Any]
@@ -69,17 +62,11 @@ def verifier_round(
     ``marker``: the temperature that marks greedy rows in vLLM's metadata; ``max_batch``: the
     most requests one call of ``fn`` carries (a batch of rounds takes several calls)."""
 
+    shape = signature_named(signature)
+
     def run(problem: TableProblem, batch: int, generator: torch.Generator) -> Any:
         drafts = draft_rounds(problem, batch, generator, drafter=drafter)
-        if signature == "flashinfer":
-            out = call_flashinfer(fn, drafts, generator, max_batch)
-        elif signature == "hf":
-            out = call_hf(fn, drafts, problem, generator)
-        else:
-            logits = signature == "vllm-logits"
-            out = call_vllm(
-                fn, drafts, problem, generator, logits=logits, marker=marker, max_batch=max_batch
-            )
+        out = shape.call(fn, drafts, problem, generator, marker=marker, max_batch=max_batch)
         check_structure(out, drafts, problem.vocab)
         return out, drafts
 

@@ -30,7 +30,7 @@ from specproof.stats import HashPartition, goodness_of_fit, required_samples
 from .cases import applies, calls_problem, scheduler_cases, verifier_problems
 from .drafting import DraftFn
 from .errors import CaseTimeout, VerifierError, out_of_memory
-from .filters import DEFAULT_ORDER, FilterOrder, FilterProblem, filter_round, reaches
+from .filters import FilterOrder, FilterProblem, filter_round, reaches
 from .guard import Guard, SubjectFailure, settle
 from .laws import Law, exact_round_law, length_law, lengths_of, position_law, tokens_law
 from .nonfinite import nonfinite_rows
@@ -45,7 +45,7 @@ from .rounds import (
     round_counts,
     sample_rounds,
 )
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, row_slices
+from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, row_slices, signature_named
 
 DEFAULT_ALPHA = 1e-6
 DEFAULT_BETA = 1e-4
@@ -334,14 +334,15 @@ def audit_verifier(
     ``max_batch``: the most requests one call of the verifier or the drafter carries (more
     calls, same rounds);
     ``filter_order`` is the order in which the engine combines top-k and top-p (default: that
-    of the signature's engine, :data:`.filters.DEFAULT_ORDER`), used when ``problems`` is not
+    of the signature's engine, its ``default_filter_order``), used when ``problems`` is not
     given."""
     start = time.perf_counter()
     kind = f"{signature} verifier" if drafter is None else f"drafter (verified by {signature})"
     if drafter is not None:
         drafter = capped_drafter(drafter, max_batch)
     report = AuditReport(subject or _name(drafter or fn), kind)
-    order = filter_order or DEFAULT_ORDER[signature]
+    signature = signature_named(signature)
+    order = filter_order or signature.default_filter_order
     skipped: list[str] = []
     not_run: list[str] = []
     if problems is None:

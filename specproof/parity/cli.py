@@ -7,6 +7,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from specproof.audit.engine.audit import DEFAULT_TOKENS
+from specproof.audit.signatures import signature_names
 from specproof.command_rules import (
     OneLineParser,
     internal_error,
@@ -16,7 +18,6 @@ from specproof.command_rules import (
 from specproof.testing.levels import DEFAULT_LEVEL, LEVELS
 
 PROG = "specproof parity-report"
-SIGNATURES = ("flashinfer", "vllm", "vllm-logits", "hf")
 PLOT_CASE = "small-vocab"
 REPORT = "report.md"
 
@@ -38,7 +39,7 @@ def parser() -> argparse.ArgumentParser:
     subjects = out.add_subparsers(dest="subject", required=True, parser_class=OneLineParser)
     verifier = subjects.add_parser("verifier", help="a chain verifier (function level)")
     verifier.add_argument("path", metavar="MODULE:FN", help="the verifier")
-    verifier.add_argument("--signature", choices=SIGNATURES, required=True)
+    verifier.add_argument("--signature", choices=signature_names(), required=True)
     verifier.add_argument(
         "--cases", metavar="A,B", help="audit cases to run (default: the pytest plugin's)"
     )
@@ -47,7 +48,12 @@ def parser() -> argparse.ArgumentParser:
     )
     engine = subjects.add_parser("engine", help="a whole engine (engine level)")
     engine.add_argument("path", metavar="MODULE:FN", help="FN() returns an Engine")
-    engine.add_argument("--tokens", type=int, default=4, help="new tokens per run (4)")
+    engine.add_argument(
+        "--tokens",
+        type=int,
+        default=DEFAULT_TOKENS,
+        help=f"new tokens per run ({DEFAULT_TOKENS})",
+    )
     for sub in (verifier, engine):
         sub.add_argument("--out", metavar="DIR", required=True, help="folder for report.md")
         sub.add_argument("--level", choices=sorted(LEVELS), default=DEFAULT_LEVEL)

@@ -17,11 +17,10 @@ from specproof.audit.rounds import sample_rounds, verifier_round
 from specproof.audit.signatures import Signature
 from specproof.command_rules import INCONCLUSIVE, PASSED, ROW_FAILED
 from specproof.testing.lossless import (
-    CASES,
     ENGINE_TWIN,
-    HF_CASES,
     VERIFIER_TWIN,
     Outcome,
+    default_cases,
     engine_outcome,
     plugin_problems,
     twin_line,
@@ -62,7 +61,7 @@ def verifier_report(
 ) -> tuple[str, int]:
     """report.md's text for the verifier at ``path``, and its exit status."""
     fn = load_callable(path)
-    chosen = tuple(cases) if cases else (HF_CASES if signature == "hf" else CASES)
+    chosen = tuple(cases) if cases else default_cases(signature)
     outcome: Outcome = verifier_outcome(
         fn,
         signature,

@@ -16,11 +16,11 @@ import torch
 
 from specproof.audit.cases import verifier_problems
 from specproof.audit.engine import Engine, audit_engine
-from specproof.audit.filters import DEFAULT_ORDER
+from specproof.audit.engine.audit import DEFAULT_TOKENS
 from specproof.audit.problems import TableProblem
 from specproof.audit.report import AuditReport
 from specproof.audit.run import audit_verifier
-from specproof.audit.signatures import DEFAULT_MAX_BATCH, Signature
+from specproof.audit.signatures import DEFAULT_MAX_BATCH, Signature, signature_named
 
 from .levels import DEFAULT_LEVEL, Level, level_named
 from .twins import shifted_target_probs, shifted_target_twin
@@ -47,7 +47,15 @@ vocabularies (``large-vocab-long``, V = 2053, drafts of 0..8, is :data:`LARGE_CA
 70 s more) and the four adversarial cases, which ``specproof audit`` runs."""
 LARGE_CASES = ("large-vocab-long",)
 HF_CASES = ("small-vocab", "zeros", "requests-random")
-"""The hf signature is called once per row (batch 1): its default is these cases only."""
+"""A signature called once per row (batch 1, as ``hf``): its default is these cases only."""
+
+
+def default_cases(signature: Signature) -> tuple[str, ...]:
+    """The cases a check runs unless told: :data:`CASES`, or :data:`HF_CASES` for a signature
+    called once per row."""
+    return HF_CASES if signature_named(signature).calls_per_row else CASES
+
+
 TWIN_CASE = "small-vocab"
 """The twin's case (every signature expresses it): V = 4, gamma = 2, random rows."""
 PLUGIN_LONG_VOCAB = 2053
@@ -78,7 +86,9 @@ class Outcome:
 def plugin_problems(names: Collection[str], seed: int, signature: Signature) -> list[TableProblem]:
     """The audit cases called ``names`` (raising ValueError for an unknown one)."""
     battery = verifier_problems(
-        seed, large_vocab=PLUGIN_LONG_VOCAB, filter_order=DEFAULT_ORDER[signature]
+        seed,
+        large_vocab=PLUGIN_LONG_VOCAB,
+        filter_order=signature_named(signature).default_filter_order,
     )
     unknown = set(names) - {p.name for p in battery}
     if unknown:
@@ -156,7 +166,7 @@ def verifier_outcome(
         signature,
         seed=seed,
         problems=plugin_problems(
-            cases if cases is not None else HF_CASES if signature == "hf" else CASES,
+            cases if cases is not None else default_cases(signature),
             seed,
             signature,
         ),
@@ -211,7 +221,7 @@ def assert_engine_lossless(
 def engine_outcome(
     engine: Engine,
     *,
-    num_new_tokens: int = 4,
+    num_new_tokens: int = DEFAULT_TOKENS,
     level: str | Level = DEFAULT_LEVEL,
     seed: int = 0,
     twin: bool = True,

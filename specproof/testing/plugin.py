@@ -51,7 +51,7 @@ class Checks:
         from .lossless import assert_lossless
 
         options.setdefault("level", self.level)
-        return assert_lossless(verifier, signature, **options)  # type: ignore[arg-type]
+        return assert_lossless(verifier, signature, **options)
 
     def assert_engine_lossless(
         self, generate: Any, target_probs: Any, prompt: Any, **options: Any

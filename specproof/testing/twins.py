@@ -18,8 +18,7 @@ from typing import Any
 
 import torch
 
-TARGET_ARGUMENT = {"flashinfer": 2, "vllm": 5, "vllm-logits": 5, "hf": 2}
-"""Position of the target rows (probabilities or logits) in each signature's call."""
+from specproof.audit.signatures import Signature, signature_named
 
 
 def shifted(rows: torch.Tensor) -> torch.Tensor:
@@ -27,11 +26,10 @@ def shifted(rows: torch.Tensor) -> torch.Tensor:
     return torch.roll(rows, 1, dims=-1)
 
 
-def shifted_target_twin(fn: Callable[..., Any], signature: str) -> Callable[..., Any]:
-    """``fn`` with its target rows shifted by one token id, same signature, same keywords."""
-    if signature not in TARGET_ARGUMENT:
-        raise ValueError(f"unknown signature {signature!r}: one of {', '.join(TARGET_ARGUMENT)}")
-    index = TARGET_ARGUMENT[signature]
+def shifted_target_twin(fn: Callable[..., Any], signature: Signature) -> Callable[..., Any]:
+    """``fn`` with its target rows shifted by one token id, same signature, same keywords
+    (ValueError naming the known signatures for an unknown one)."""
+    index = signature_named(signature).target_argument
 
     @functools.wraps(fn)
     def twin(*args: Any, **kwargs: Any) -> Any:

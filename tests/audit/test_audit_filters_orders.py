@@ -18,7 +18,6 @@ from specproof.reference.filters import FILTER_ORDERS
 
 from specproof.audit import audit_verifier, examples
 from specproof.audit.filters import (
-    DEFAULT_ORDER,
     MIN_P_TEMPERATURE_REQUEST,
     MIN_P_TOP_P_REQUEST,
     FilterProblem,
@@ -27,14 +26,17 @@ from specproof.audit.filters import (
     variant_tv,
 )
 from specproof.audit.requests import RequestParams, apply_request, vllm_metadata
+from specproof.audit.signatures import signature_named
 
 DELTA = 0.2
 CASES = {order: {p.name: p for p in filter_problems(0, order)} for order in FILTER_ORDERS}
 
 
 def test_vllm_signatures_default_to_vllms_order() -> None:
-    assert DEFAULT_ORDER["vllm-logits"] == DEFAULT_ORDER["vllm"] == "vllm"
-    assert DEFAULT_ORDER["hf"] == "sequential"
+    order = {name: signature_named(name).default_filter_order for name in ("vllm", "vllm-logits")}
+    assert order == {"vllm": "vllm", "vllm-logits": "vllm"}
+    assert signature_named("hf").default_filter_order == "sequential"
+    assert signature_named("flashinfer").default_filter_order == "joint"
 
 
 def test_min_p_and_top_p_bind_apart_in_every_row() -> None:

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
+from specproof.optimized.call_shapes import VllmRejectionSample, accepts_call_shape
 
 from specproof.audit import examples
 from specproof.audit.calls import audit_calls
@@ -52,6 +53,10 @@ def divides_in_place(
         bonus_token_ids,
         at_one,
     )
+
+
+def test_the_subject_has_vllms_call_shape() -> None:
+    assert accepts_call_shape(divides_in_place, VllmRejectionSample)
 
 
 def test_the_calls_case_has_temperatures_other_than_one() -> None:

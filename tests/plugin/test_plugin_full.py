@@ -24,7 +24,7 @@ VERIFIERS = {
 @pytest.mark.parametrize("signature", sorted(VERIFIERS))
 def test_full_level_passes_a_correct_verifier(signature: str) -> None:
     start = time.perf_counter()
-    outcome = assert_lossless(VERIFIERS[signature], signature)  # type: ignore[arg-type]
+    outcome = assert_lossless(VERIFIERS[signature], signature)
     assert outcome.twin is not None and not outcome.twin_escaped
     print(f"TIMING {signature}: {time.perf_counter() - start:.1f} s")
 

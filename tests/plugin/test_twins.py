@@ -9,9 +9,13 @@ import torch
 
 from specproof.audit.laws import exact_round_law
 from specproof.audit.problems import TableProblem
+from specproof.audit.signatures import signature_named
 from specproof.testing.levels import LEVELS
 from specproof.testing.lossless import TWIN_CASE, plugin_problems
-from specproof.testing.twins import TARGET_ARGUMENT, shifted, shifted_target_twin
+from specproof.testing.twins import shifted, shifted_target_twin
+
+TARGET_ARGUMENT = {"flashinfer": 2, "vllm": 5, "vllm-logits": 5, "hf": 2}
+"""Position of the target rows in each engine's call, read off the engines' argument lists."""
 
 
 def test_the_verifier_twin_round_law_is_far_beyond_every_delta() -> None:
@@ -30,6 +34,7 @@ def test_the_twin_shifts_only_the_target_argument() -> None:
 
     rows = torch.arange(6.0).reshape(2, 3)
     for signature, index in TARGET_ARGUMENT.items():
+        assert signature_named(signature).target_argument == index
         args = [torch.zeros(1)] * 8
         args[index] = rows
         shifted_target_twin(subject, signature)(*args)

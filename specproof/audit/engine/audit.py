@@ -38,6 +38,9 @@ DEFAULT_DELTA = 0.1
 """Engines cost a model call per round; delta = 0.1 keeps a default audit to a few thousand
 runs (the function audit's 0.05 would take four times as many)."""
 DEFAULT_BINS = 10
+DEFAULT_TOKENS = 4
+"""New tokens per run unless told (``--tokens``): the one default of every engine audit, its
+command, the tables, ``specproof parity-report engine`` and the pytest plugin's engine check."""
 MAX_EXACT_CELLS = 64
 """The exact row runs when V^N is at most this."""
 
@@ -104,7 +107,7 @@ def exact_tokens_for(vocab: int, num_new_tokens: int) -> int:
 def audit_engine(
     engine: Engine,
     *,
-    num_new_tokens: int = 4,
+    num_new_tokens: int = DEFAULT_TOKENS,
     runs: int | None = None,
     alpha: float = DEFAULT_ALPHA,
     beta: float = DEFAULT_BETA,

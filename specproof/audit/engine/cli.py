@@ -19,12 +19,11 @@ from ..cli import _positive, _rate, _tolerance, load_callable
 from ..guard import describe
 from ..report import publish
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, progress_bar
-from .audit import DEFAULT_BINS, DEFAULT_DELTA, audit_engine
+from .audit import DEFAULT_BINS, DEFAULT_DELTA, DEFAULT_TOKENS, audit_engine
 from .runs import SetupError
 from .subject import Engine
 
 PROG = "specproof audit-engine"
-DEFAULT_TOKENS = 4
 DEFAULT_TIMEOUT = 3600.0
 """Seconds a whole engine audit may run before the call still running fails as timed out."""
 MAX_BINS = 1000

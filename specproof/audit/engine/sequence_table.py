@@ -21,8 +21,7 @@ from typing import Any
 import torch
 
 from ..run import progress_bar
-from .audit import audit_engine
-from .cli import DEFAULT_TOKENS
+from .audit import DEFAULT_TOKENS, audit_engine
 from .sequence import SEQUENCE_TOKENS
 from .sequence_examples import SEQUENCE_ENGINES
 

@@ -23,8 +23,7 @@ from typing import Any
 import torch
 
 from ..run import progress_bar
-from .audit import EngineReport, audit_engine
-from .cli import DEFAULT_TOKENS
+from .audit import DEFAULT_TOKENS, EngineReport, audit_engine
 from .subject import Engine
 
 EXPECTED_PASS = "PASS"

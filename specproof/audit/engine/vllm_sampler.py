@@ -18,9 +18,14 @@ stand in for its Triton kernels where Triton has no CPU backend) and build vLLM'
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+# mypy reads optimized/ as the package ``optimized`` (the wheel maps it to specproof.optimized,
+# which mypy cannot follow), so the call shapes are imported for it under that name.
+if TYPE_CHECKING:
+    from optimized.call_shapes import VllmRejectionSample
 
 
 @functools.cache
@@ -152,3 +157,11 @@ def forward_logits_expand_fixed(*args: Any) -> torch.Tensor:
         cpu_triton_utils._expand_kernel_impl = expand_in_place
     _prepared()
     return forward_logits(*args)
+
+
+# vLLM's functions keep their call shape behind the wrappers (mypy checks these lines).
+_vllm_shapes: list[VllmRejectionSample] = [
+    rejection_sample,
+    forward_logits,
+    forward_logits_expand_fixed,
+]

@@ -11,9 +11,14 @@ with its own generator (``sampling_metadata.generators``) draws its uniforms fro
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+# mypy reads optimized/ as the package ``optimized`` (the wheel maps it to specproof.optimized,
+# which mypy cannot follow), so the call shapes are imported for it under that name.
+if TYPE_CHECKING:
+    from optimized.call_shapes import VllmRejectionSample
 
 PLACEHOLDER = -1
 THRESHOLD_EPS = 0.02
@@ -59,7 +64,7 @@ def _top_k(q: torch.Tensor) -> torch.Tensor:
     return kept / kept.sum(-1, keepdim=True)
 
 
-def make_verifier(bug: str | None = None) -> Verifier:
+def make_verifier(bug: str | None = None) -> VllmRejectionSample:
     """The correct verifier (``bug`` None) or one mutant of it (see ``catalogue.MUTANTS``)."""
 
     def rejection_sample(
