@@ -179,6 +179,28 @@ def test_documented_command_runs_from_the_wheel(
 
 
 @pytest.mark.slow
+def test_wheel_holds_every_module_of_the_clone(installed: Installed) -> None:
+    """Every .py file under the clone's package folders is in the wheel, whatever the package
+    list says (a package left off it, as specproof.audit.mutants once was, is caught here)."""
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        held = set(wheel.namelist())
+    tops = {
+        name: ROOT / folder
+        for name, folder in SETUPTOOLS["package-dir"].items()
+        if len(Path(folder).parts) == 1
+    }
+    missing = sorted(
+        name
+        for package, folder in tops.items()
+        for module in folder.rglob("*.py")
+        if "__pycache__" not in module.parts
+        and (name := (Path(*package.split(".")) / module.relative_to(folder)).as_posix())
+        not in held
+    )
+    assert not missing, f"modules of the clone missing from the wheel: {missing[:10]}"
+
+
+@pytest.mark.slow
 def test_wheel_holds_the_package_data(installed: Installed) -> None:
     """Each package-data pattern matches files in the clone, and the wheel holds each, whole."""
     with zipfile.ZipFile(installed.wheel) as wheel:
