@@ -60,6 +60,7 @@ COMMANDS: dict[str, list[tuple[str, ...]]] = {
         ("specproof", "audit", "--help"),
         ("python", "-m", "specproof.audit.bench", "--help"),
     ],
+    "specproof.audit.signatures": [("python", "-c", WHERE, "specproof.audit.signatures.registry")],
     "specproof.audit.engine": [("specproof", "audit-engine", "--help")],
     "specproof.audit.mutants": [
         ("python", "-c", WHERE, "specproof.audit.mutants.verifier"),
@@ -73,7 +74,8 @@ COMMANDS: dict[str, list[tuple[str, ...]]] = {
     "specproof.e2e.models": [("python", "-c", SHIPPED_WEIGHTS)],
     "specproof.e2e.training": [("python", "-m", "specproof.e2e.training.ship", "--help")],
     "specproof.e2e.decoding": [("python", "-c", WHERE, "specproof.e2e.decoding.rounds")],
-    "specproof.e2e.evaluation": [("python", "-m", "specproof.e2e.evaluation.headline", "--help")],
+    "specproof.e2e.evaluation": [("python", "-c", WHERE, "specproof.e2e.evaluation.agreement")],
+    "specproof.e2e.experiments": [("python", "-m", "specproof.e2e.experiments.headline", "--help")],
     "specproof.e2e.report": [("python", "-m", "specproof.e2e.report", "--help")],
 }
 """A documented command per listed package ("specproof": the wheel's console script; "python":
