@@ -173,7 +173,8 @@ def _accept(
     if flags.uniform_grid_le:  # a uniform that can be exactly 0, compared with <=
         return (q > 0) & (torch.floor(u * UNIFORM_GRID) / UNIFORM_GRID * q <= p)
     if flags.uniform_float32_le or flags.uniform_bf16:
-        u32 = _uniforms(*u.shape, generator, generators, torch.float32)
+        batch, width = u.shape
+        u32 = _uniforms(batch, width, generator, generators, torch.float32)
         if flags.uniform_float32_le:
             return u32.double() * q <= p
         return u32.to(torch.bfloat16).double() * q < p

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from specproof.audit import audit_verifier
+from specproof.audit import audit_verifier, bugclasses
 from specproof.audit.cases import verifier_problems
-from specproof.audit import bugclasses
 from specproof.audit.mutants import make_verifier
 from specproof.audit.mutants.table import mutant_laws
 

@@ -24,13 +24,13 @@ import torch
 
 from specproof.stats import exact_tv, required_samples
 
+from ..bugclasses import MUTANTS, Bug
 from ..cases import applies, verifier_problems
+from ..flagged import BugFlags, drafter
 from ..hunt import hunt_case, hunt_cases, rounds_to_find
 from ..laws import EXACT_VOCAB, completed_law, default_rule, exact_round_law, tokens_law
 from ..problems import TableProblem
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, DEFAULT_TOLERANCE, audit_verifier
-from ..bugclasses import MUTANTS, Bug
-from ..flagged import BugFlags, drafter
 from .rules import MutantChain, MutantGreedy
 from .rules_draft import DraftMutantChain
 from .verifier import make_verifier
@@ -62,7 +62,7 @@ class Row:
 def mutant_laws(mutant: Bug, problem: TableProblem) -> tuple[float, float]:
     """(round TV, tokens TV) of the mutant on one small case, from the reference."""
     correct = exact_round_law(problem, default_rule)
-    if (mutant.subject == "drafter"):
+    if mutant.subject == "drafter":
         law = exact_round_law(problem, lambda greedy: DraftMutantChain(mutant.name))
     else:
         law = exact_round_law(
@@ -80,17 +80,17 @@ def row_for(mutant: Bug, problems: list[TableProblem], hunt_rounds: int) -> Row:
         for p in problems
         if p.vocab <= EXACT_VOCAB
         and applies(p, "vllm")
-        and not ((mutant.subject == "drafter") and p.ngram)
+        and not (mutant.subject == "drafter" and p.ngram)
         and not p.positions  # exact TVs over the cases whose joint round law is tested
     ]
     tvs = {p.name: mutant_laws(mutant, p) for p in small}
-    key = 1 if (mutant.subject == "drafter") else 0
+    key = 1 if mutant.subject == "drafter" else 0
     worst = max(tvs, key=lambda name: tvs[name][key])
-    round_tv = 0.0 if (mutant.subject == "drafter") else max(t[0] for t in tvs.values())
+    round_tv = 0.0 if mutant.subject == "drafter" else max(t[0] for t in tvs.values())
     tokens_tv = max(t[1] for t in tvs.values())
     tokens_tv = 0.0 if tokens_tv < 1e-12 else tokens_tv  # float sums of an exact zero
     start = time.perf_counter()
-    if (mutant.subject == "drafter"):
+    if mutant.subject == "drafter":
         report = audit_verifier(
             make_verifier(None),
             "vllm",
