@@ -226,7 +226,7 @@ def verify_rows(
     """Dense chain verification: ``target_probs`` holds gamma rows (+1 bonus row when ``bonus``
     is None); row b verifies its first ``lengths[b]`` drafts; ``greedy`` rows keep drafts equal
     to the target argmax and end with the argmax. Returns [B, gamma + 1], -1 padded."""
-    if not set(flags.on()) & set(NONFINITE_FLAGS):
+    if not (flags.nan_target_emits_vocab_size or flags.nan_draft_recovers_rejected):
         _refuse_nonfinite(draft_probs, target_probs)
     batch, gamma = draft_tokens.shape
     tokens = draft_tokens.to(torch.int64)
