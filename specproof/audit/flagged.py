@@ -109,10 +109,6 @@ class BugFlags:
 
 CORRECT = BugFlags()
 
-NONFINITE_FLAGS = ("nan-target-emits-vocab-size", "nan-draft-recovers-rejected")
-"""Bugs that take non-finite rows instead of refusing them."""
-
-
 def draw(
     rows: torch.Tensor,
     generator: torch.Generator | None,
