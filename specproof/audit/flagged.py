@@ -109,6 +109,7 @@ class BugFlags:
 
 CORRECT = BugFlags()
 
+
 def draw(
     rows: torch.Tensor,
     generator: torch.Generator | None,
