@@ -15,7 +15,6 @@ import torch
 
 from .flagged import (
     CORRECT,
-    PLACEHOLDER,
     BugFlags,
     draft,
     process_target_logits,
@@ -23,8 +22,6 @@ from .flagged import (
     verify_hf,
     verify_vllm,
 )
-
-__all__ = ["PLACEHOLDER", "process_target_logits"]
 
 BIASED = BugFlags.of("residual-from-p")
 """The biased examples' one bug: the token after a rejection drawn from p."""
