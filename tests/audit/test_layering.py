@@ -30,6 +30,7 @@ ORDER = [
     "drafters",
     "run",
     "hunt",
+    "flagged",
     "examples",
     "bugclasses",
     "cli",
