@@ -550,14 +550,8 @@ def subject(known: Bug, flags: BugFlags | None = None) -> Callable[..., Any]:
     if known.subject == "drafter":
         return flagged.drafter(switched, name)
     assert known.caught is not None, known.name
-    signature, order = known.caught.signature, known.caught.filter_order
-    if signature == "vllm-logits":
-        return flagged.vllm_logits_verifier(switched, order or "vllm", name)
-    if signature == "hf":
-        return flagged.hf_verifier(switched, order or "sequential", name)
-    if signature == "flashinfer":
-        return flagged.flashinfer_verifier(switched, name)
-    return flagged.vllm_verifier(switched, name)
+    signature = signature_named(known.caught.signature)
+    return flagged.verifier_for(signature, switched, known.caught.filter_order, name)
 
 
 # The public classes' models, importable as ``specproof.audit.bugclasses:MODEL``.

@@ -20,6 +20,12 @@ import torch
 
 from specproof.reference.filters import FilterOrder
 
+from .signatures.base import VerifierSignature
+from .signatures.flashinfer import FlashInferSignature
+from .signatures.hf import HfSignature
+from .signatures.vllm import VllmSignature
+from .signatures.vllm_logits import VllmLogitsSignature
+
 PLACEHOLDER = -1
 THRESHOLD_EPS = 0.02
 TINY_EPS = 1e-6
@@ -639,10 +645,20 @@ def drafter(flags: BugFlags, name: str = "draft") -> Callable[..., Any]:
     return draft_tokens
 
 
-BUILDERS: dict[str, Callable[[BugFlags], Verifier]] = {
-    "vllm": vllm_verifier,
-    "vllm-logits": vllm_logits_verifier,
-    "flashinfer": flashinfer_verifier,
-    "hf": hf_verifier,
+def verifier_for(
+    signature: VerifierSignature, flags: BugFlags, order: FilterOrder | None, name: str
+) -> Verifier:
+    """The flagged verifier with ``signature``'s call shape; ``order``: the filter order of the
+    signatures that filter raw logits themselves (their default when None)."""
+    kind = type(signature)
+    if kind not in _BUILDERS:
+        raise ValueError(f"no flagged verifier has the {signature.name} signature")
+    return _BUILDERS[kind](flags, order or signature.default_filter_order, name)
+
+
+_BUILDERS: dict[type[VerifierSignature], Callable[[BugFlags, FilterOrder, str], Verifier]] = {
+    VllmSignature: lambda flags, _order, name: vllm_verifier(flags, name),
+    VllmLogitsSignature: vllm_logits_verifier,
+    FlashInferSignature: lambda flags, _order, name: flashinfer_verifier(flags, name),
+    HfSignature: hf_verifier,
 }
-"""The flagged verifier of each signature."""
