@@ -154,21 +154,21 @@ def bench(session: nox.Session) -> None:
 def calibration(session: nox.Session) -> None:
     """Observed false-fail rate and power of the statistical tests, beside alpha and 1 - beta."""
     install(session, "test")
-    session.run("python", "-m", "specproof.audit.calibrate", *session.posargs)
+    session.run("python", "-m", "specproof.tables.calibrate", *session.posargs)
 
 
 @nox.session(**SHARED, default=False)
 def mutants(session: nox.Session) -> None:
-    """Mutation testing of the audit: writes specproof/audit/mutants/MUTANTS.md and .json."""
+    """Mutation testing of the audit: writes benchmarks/mutants.md and mutants.json."""
     install(session, "test")
-    session.run("python", "-m", "specproof.audit.mutants.table", *session.posargs)
+    session.run("python", "-m", "specproof.tables.mutant_table", *session.posargs)
 
 
 @nox.session(**SHARED, name="audit-bench", default=False)
 def audit_bench(session: nox.Session) -> None:
     """Speed of the audit harness: the "Audit harness" section of BENCHMARKS.md."""
     install(session, "test")
-    session.run("python", "-m", "specproof.audit.bench", *session.posargs)
+    session.run("python", "-m", "specproof.tables.audit_bench", *session.posargs)
 
 
 @nox.session(**SHARED, name="audit-engine", default=False)
@@ -176,7 +176,7 @@ def audit_engine(session: nox.Session) -> None:
     """The engine-audit table of docs/engine_audit.md: benchmarks/engine_audit.md and .json."""
     install(session, "test,e2e,hf")
     session.run(
-        "python", "-m", "specproof.audit.engine.table", "--hf-runs", "600",
+        "python", "-m", "specproof.tables.engine_table", "--hf-runs", "600",
         "--markdown", "benchmarks/engine_audit.md", "--json", "benchmarks/engine_audit.json",
         *session.posargs,
     )  # fmt: skip
@@ -198,7 +198,7 @@ def audit_engine_old_hf(session: nox.Session, version: str) -> None:
     session.log(f"transformers {version}: {OLD_TRANSFORMERS[version]}")
     session.run(
         "python", "-m", "specproof.cli", "audit-engine", "--hf",
-        "specproof.audit.engine.tiny:sample_t1", "--runs", "600", "--quiet",
+        "specproof.subjects.tiny:sample_t1", "--runs", "600", "--quiet",
         "--json", f"benchmarks/engine_audit_transformers_{version}.json", *session.posargs,
         success_codes=[1],
     )  # fmt: skip
@@ -250,7 +250,7 @@ def audit_vllm(session: nox.Session) -> None:
     )
     session.install("--no-deps", "-e", ".")
     session.run(
-        "python", "-m", "specproof.audit.engine.real_audit", "vllm", *session.posargs,
+        "python", "-m", "specproof.tables.real_audit", "vllm", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
 
@@ -273,7 +273,7 @@ def audit_llamacpp(session: nox.Session) -> None:
     session.install("llama-cpp-python==0.3.36", env={"CMAKE_BUILD_PARALLEL_LEVEL": "2"})
     session.install("--no-deps", "-e", ".")
     session.run(
-        "python", "-m", "specproof.audit.engine.real_audit", "llama.cpp", *session.posargs,
+        "python", "-m", "specproof.tables.real_audit", "llama.cpp", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
 
@@ -294,6 +294,6 @@ def audit_mlx(session: nox.Session) -> None:
     session.install("pytest", "hypothesis")  # the adapter's tests against mlx-lm's own sampler
     session.run("python", "-m", "pytest", "tests/audit/test_mlx_engine.py", "-q")
     session.run(
-        "python", "-m", "specproof.audit.engine.real_audit", "mlx-lm", *session.posargs,
+        "python", "-m", "specproof.tables.real_audit", "mlx-lm", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip

@@ -25,7 +25,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.audit_time import loop_chain_speculative_sampling
-from specproof.audit import examples
 from specproof.audit.calls import rows_needed
 from specproof.audit.cases import applies, verifier_problems
 from specproof.audit.cli import QUICK_DELTA
@@ -39,6 +38,7 @@ from specproof.audit.run import (
     audit_problem,
 )
 from specproof.audit.signatures import call_flashinfer, call_hf
+from specproof.subjects import examples
 
 SAMPLE = 200
 

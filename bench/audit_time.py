@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-EXAMPLES = "specproof.audit.examples"
+EXAMPLES = "specproof.subjects.examples"
 VERIFIERS = {
     "vectorised (flashinfer)": (f"{EXAMPLES}:chain_speculative_sampling", "flashinfer"),
     "per-request loop (hf)": (f"{EXAMPLES}:speculative_sampling", "hf"),

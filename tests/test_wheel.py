@@ -56,15 +56,19 @@ COMMANDS: dict[str, list[tuple[str, ...]]] = {
         ("python", "-c", WHERE, "specproof.optimized.torch_backend.chain_verify")
     ],
     "specproof.stats": [("python", "-c", WHERE, "specproof.stats.gof")],
-    "specproof.audit": [
-        ("specproof", "audit", "--help"),
-        ("python", "-m", "specproof.audit.bench", "--help"),
-    ],
+    "specproof.audit": [("specproof", "audit", "--help")],
     "specproof.audit.signatures": [("python", "-c", WHERE, "specproof.audit.signatures.registry")],
     "specproof.audit.engine": [("specproof", "audit-engine", "--help")],
-    "specproof.audit.mutants": [
-        ("python", "-c", WHERE, "specproof.audit.mutants.verifier"),
-        ("python", "-m", "specproof.audit.mutants.table", "--help"),
+    "specproof.subjects": [("python", "-m", "specproof.subjects.bugs", "--markdown")],
+    "specproof.subjects.mutants": [
+        ("python", "-c", WHERE, "specproof.subjects.mutants.verifier"),
+        ("python", "-m", "specproof.subjects.mutants.search", "--help"),
+    ],
+    "specproof.adapters": [("python", "-c", WHERE, "specproof.adapters.hf")],
+    "specproof.tables": [
+        ("python", "-m", "specproof.tables.audit_bench", "--help"),
+        ("python", "-m", "specproof.tables.mutant_table", "--help"),
+        ("python", "-m", "specproof.tables.real_audit", "--help"),
     ],
     "specproof.testing": [("python", "-c", WHERE, "specproof.testing.plugin")],
     "specproof.golden": [("specproof", "golden", "--out", "golden")],
@@ -183,7 +187,7 @@ def test_documented_command_runs_from_the_wheel(
 @pytest.mark.slow
 def test_wheel_holds_every_module_of_the_clone(installed: Installed) -> None:
     """Every .py file under the clone's package folders is in the wheel, whatever the package
-    list says (a package left off it, as specproof.audit.mutants once was, is caught here)."""
+    list says (a package left off it, as specproof.subjects.mutants once was, is caught here)."""
     with zipfile.ZipFile(installed.wheel) as wheel:
         held = set(wheel.namelist())
     tops = {

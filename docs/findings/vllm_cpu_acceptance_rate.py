@@ -40,7 +40,7 @@ def expected_rate() -> float:
 
 
 def one_call(fixed: bool) -> float:
-    from specproof.audit.engine import vllm_sampler
+    from specproof.adapters import vllm_sampler
     from specproof.audit.requests import RequestParams, vllm_metadata
 
     logits, draft, drafted = batch()

@@ -8,8 +8,8 @@ carries min-p). Run in the audit-vllm venv from a clone's root:
 
 from dataclasses import replace
 
+from specproof.adapters.vllm_sampler import forward_logits_expand_fixed, installed_version
 from specproof.audit import audit_verifier
-from specproof.audit.engine.vllm_sampler import forward_logits_expand_fixed, installed_version
 from specproof.audit.filters import exact_rows, filter_problems
 
 problems = filter_problems(0, "vllm")

@@ -28,7 +28,7 @@ def rows(values: list[list[str]]) -> torch.Tensor:
 def check(case: dict[str, Any]) -> list[str]:
     from vllm.v1.sample import rejection_sampler
 
-    from specproof.audit.engine.vllm_sampler import rejection_sample
+    from specproof.adapters.vllm_sampler import rejection_sample
 
     inputs, expected = case["inputs"], case["expected"]
     drafts = inputs["draft_ids"]

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("vllm")
 
-from specproof.audit.engine.vllm_sampler import rejection_sample
+from specproof.adapters.vllm_sampler import rejection_sample
 
 
 def test_vllm_rejection_sample_is_lossless(specproof):  # type: ignore[no-untyped-def]

@@ -21,8 +21,9 @@ problems, exact laws in float64), ``drafting``, ``structure`` (exact layout chec
 (request filters that bind, in a declared order), ``adversarial``, ``cases`` (the battery),
 ``report``; the rows built on them
 (``nonfinite``: robustness on NaN and inf rows; ``calls``, ``drafters``, ``run``, ``hunt``);
-``flagged`` (the one verifier with bug flags), ``examples`` and ``bugclasses`` (the
-catalogue of known bugs) (subjects); the commands (``cli``, ``bench``, ``calibrate``).
+the command (``cli``). The subjects the audit is shown on live in :mod:`specproof.subjects`,
+the engines it runs in :mod:`specproof.adapters`, the runners of its result tables in
+:mod:`specproof.tables`; this package imports none of them (``tests/test_layering.py``).
 ``specproof.stats`` never imports this package.
 """
 

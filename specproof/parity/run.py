@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from specproof.audit.cli import load_callable
 from specproof.audit.engine.audit import exact_tokens_for
 from specproof.audit.engine.laws import first_tokens_law
 from specproof.audit.engine.runs import guarded_probs, run_prompts, sample_runs, target_vocab
@@ -15,6 +14,7 @@ from specproof.audit.laws import tokens_law
 from specproof.audit.report import AuditReport
 from specproof.audit.rounds import sample_rounds, verifier_round
 from specproof.audit.signatures import Signature
+from specproof.callables import load_callable
 from specproof.command_rules import INCONCLUSIVE, PASSED, ROW_FAILED
 from specproof.testing.lossless import (
     ENGINE_TWIN,

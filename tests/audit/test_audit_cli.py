@@ -11,7 +11,7 @@ import pytest
 from specproof.audit import main
 from specproof.audit.cli import load_callable, parser
 
-SCHEDULER = "specproof.audit.examples:algorithm1_schedule"
+SCHEDULER = "specproof.subjects.examples:algorithm1_schedule"
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ def test_invalid_options_are_refused_with_a_message(
     option: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        main(["specproof.audit.examples:rejection_sample", "--signature", "vllm", *option])
+        main(["specproof.subjects.examples:rejection_sample", "--signature", "vllm", *option])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
 
@@ -39,7 +39,13 @@ def test_json_path_is_checked_before_the_run(
 ) -> None:
     missing = tmp_path / "no" / "such" / "report.json"
     code = main(
-        ["specproof.audit.examples:rejection_sample", "--signature", "vllm", "--json", str(missing)]
+        [
+            "specproof.subjects.examples:rejection_sample",
+            "--signature",
+            "vllm",
+            "--json",
+            str(missing),
+        ]
     )
     assert code == 2
     captured = capsys.readouterr()
@@ -73,7 +79,7 @@ def test_exact_rows_print_no_statistical_columns(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "s.json"
-    lossy = "specproof.audit.examples:global_search_schedule"
+    lossy = "specproof.subjects.examples:global_search_schedule"
     assert main([lossy, "--scheduler", "--quiet", "--json", str(out)]) == 1
     printed = capsys.readouterr().out
     header = printed.splitlines()[0].split()
@@ -91,9 +97,11 @@ def test_the_scheduler_excerpts_are_what_the_command_prints(
     aside."""
     root = Path(__file__).resolve().parents[2]
     command = (
-        "$ specproof audit specproof.audit.examples:global_search_schedule --scheduler --quiet"
+        "$ specproof audit specproof.subjects.examples:global_search_schedule --scheduler --quiet"
     )
-    assert main(["specproof.audit.examples:global_search_schedule", "--scheduler", "--quiet"]) == 1
+    assert (
+        main(["specproof.subjects.examples:global_search_schedule", "--scheduler", "--quiet"]) == 1
+    )
     printed = capsys.readouterr().out.splitlines()
 
     def timeless(line: str) -> str:

@@ -9,10 +9,11 @@ from typing import Any
 
 import torch
 
-from specproof.audit import audit_verifier, examples
+from specproof.audit import audit_verifier
 from specproof.audit.cases import verifier_problems
 from specproof.audit.hunt import excluded_rate, hunt_case, hunt_cases, hunt_verifier, rounds_to_find
-from specproof.audit.mutants import make_verifier
+from specproof.subjects import examples
+from specproof.subjects.mutants import make_verifier
 
 PROBLEMS = {p.name: p for p in verifier_problems(0, 64)}
 

@@ -15,8 +15,7 @@ import pytest
 import torch
 from specproof.reference.filters import filtered
 
-from specproof.audit import audit_verifier, examples, main
-from specproof.audit.bugclasses import min_p_skipped
+from specproof.audit import audit_verifier, main
 from specproof.audit.filters import (
     MIN_P_REQUEST,
     ORDER_REQUEST,
@@ -28,6 +27,8 @@ from specproof.audit.filters import (
 from specproof.audit.report import AuditReport
 from specproof.audit.requests import apply_request, vllm_metadata
 from specproof.audit.signatures import Signature
+from specproof.subjects import examples
+from specproof.subjects.bugs import min_p_skipped
 
 DELTA = 0.2
 SEQUENTIAL = {p.name: p for p in filter_problems(0, "sequential")}
@@ -151,7 +152,7 @@ def test_hf_verifiers_with_the_filter_keywords() -> None:
 
 
 def test_cli_filter_order_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
-    target = "specproof.audit.examples:rejection_sample_logits"
+    target = "specproof.subjects.examples:rejection_sample_logits"
     with pytest.raises(SystemExit) as raised:
         main([target, "--signature", "vllm-logits", "--filter-order", "reverse"])
     assert raised.value.code == 2

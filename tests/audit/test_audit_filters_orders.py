@@ -16,7 +16,7 @@ import pytest
 import torch
 from specproof.reference.filters import FILTER_ORDERS
 
-from specproof.audit import audit_verifier, examples
+from specproof.audit import audit_verifier
 from specproof.audit.filters import (
     MIN_P_TEMPERATURE_REQUEST,
     MIN_P_TOP_P_REQUEST,
@@ -27,6 +27,7 @@ from specproof.audit.filters import (
 )
 from specproof.audit.requests import RequestParams, apply_request, vllm_metadata
 from specproof.audit.signatures import signature_named
+from specproof.subjects import examples
 
 DELTA = 0.2
 CASES = {order: {p.name: p for p in filter_problems(0, order)} for order in FILTER_ORDERS}

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import torch
 
-from specproof.audit import examples
 from specproof.audit.cases import verifier_problems
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.run import audit_verifier
+from specproof.subjects import examples
 
 ROW_FAILED = 1
 WALL_LIMIT = 240  # seconds: the child is killed past this, so the test itself cannot hang
@@ -27,7 +27,7 @@ WALL_LIMIT = 240  # seconds: the child is killed past this, so the test itself c
 HANGING = '''
 import threading
 
-from specproof.audit.examples import chain_speculative_sampling
+from specproof.subjects.examples import chain_speculative_sampling
 
 
 def verifier(draft_probs, draft_ids, target_probs, *args, **kwargs):

@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 import torch
 
-from specproof.audit import examples, main
+from specproof.audit import main
 from specproof.audit.calls import audit_calls
 from specproof.audit.cases import calls_problem, verifier_problems
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.run import audit_verifier
+from specproof.subjects import examples
 
 USAGE_ERROR, ROW_FAILED, INTERNAL_ERROR = 2, 1, 3
 
@@ -119,7 +120,7 @@ def test_exact_law_work_is_refused_before_it_starts_with_its_size() -> None:
         check_enumerable(problem)
 
 
-VERIFIER = "specproof.audit.examples:chain_speculative_sampling"
+VERIFIER = "specproof.subjects.examples:chain_speculative_sampling"
 
 
 def one_line(err: str) -> str:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specproof.audit import audit_verifier, examples
-from specproof.audit.bugclasses import bug, subject
+from specproof.audit import audit_verifier
 from specproof.audit.cases import verifier_problems
 from specproof.audit.problems import TableProblem, token_classes
+from specproof.subjects import examples
+from specproof.subjects.bugs import bug, subject
 
 VOCAB = 256
 DELTA = 0.05

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from specproof.audit import audit_verifier, examples, main
+from specproof.audit import audit_verifier, main
 from specproof.audit.calls import audit_calls, collision_probability, rows_needed
 from specproof.audit.cases import calls_problem, verifier_problems
 from specproof.audit.drafting import Drafts
@@ -22,6 +22,7 @@ from specproof.audit.requests import (
     raw_logits,
     request_kinds,
 )
+from specproof.subjects import examples
 
 PROBLEMS = {p.name: p for p in verifier_problems(0, 64)}
 
@@ -103,7 +104,7 @@ def test_the_calls_rows() -> None:
     """alpha = 1e-6 per row, power 1 - 1e-4 against a gap of 0.2 in the identical-row rate:
     the correct verifier passes; one that restarts its stream fails `unseeded` (identical rate
     1 against about 0.6); one that ignores per-request generators fails `repeat` (exact)."""
-    from specproof.audit.bugclasses import identical_streams
+    from specproof.subjects.bugs import identical_streams
 
     problem = calls_problem("vllm")
     options = {"alpha": 1e-6, "beta": 1e-4, "delta": 0.2, "seed": 0}
@@ -147,7 +148,7 @@ def test_the_hunt_on_a_time_budget_states_what_it_excludes() -> None:
 
 
 def test_hunt_options_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
-    target = "specproof.audit.examples:rejection_sample"
+    target = "specproof.subjects.examples:rejection_sample"
     assert main([target, "--signature", "vllm", "--hunt", "10", "--no-hunt"]) == 2
     assert "exclude each other" in capsys.readouterr().err
     with pytest.raises(SystemExit):

@@ -1,4 +1,4 @@
-"""The one catalogue of bugs (``specproof.audit.bugclasses``): each record's flags, switched on in
+"""The one catalogue of bugs (``specproof.subjects.bugs``): each record's flags, switched on in
 the one flagged verifier, are caught by the row its trigger names, on the case the default
 command runs with its defaults (alpha = 1e-6 per row, power 1 - 1e-4 against TV >= 0.05;
 fidelity rows against TV >= 0.025; exact rows alpha = 0; a hunt for 2^20 rounds, or for a rare
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from specproof.audit import bugclasses
-from specproof.audit.bugclasses import BUGS, CLASSES, Bug, catching_rows
-from specproof.audit.flagged import CORRECT, BugFlags
+from specproof.subjects import bugs
+from specproof.subjects.bugs import BUGS, CLASSES, Bug, catching_rows
+from specproof.subjects.flagged import CORRECT, BugFlags
 
 DEFAULT_SESSION = {
     "uniform-grid-le",
@@ -93,12 +93,12 @@ def test_each_flag_is_one_bug_of_the_catalogue() -> None:
 def test_the_equivalent_mutants_name_no_trigger() -> None:
     equivalent = {bug.name for bug in BUGS if bug.caught is None}
     assert equivalent == {"pq-fallback-draft", "residual-by-acceptance"}
-    assert all(bugclasses.bug(name).mutant for name in equivalent)
+    assert all(bugs.bug(name).mutant for name in equivalent)
 
 
 def test_the_audit_page_table_is_the_modules() -> None:
     page = (Path(__file__).resolve().parents[2] / "docs" / "audit.md").read_text()
-    assert bugclasses.markdown() in page
+    assert bugs.markdown() in page
 
 
 def test_the_models_are_importable_by_the_command() -> None:
@@ -106,5 +106,5 @@ def test_the_models_are_importable_by_the_command() -> None:
 
     for bug in CLASSES:
         assert bug.public is not None
-        assert callable(load_callable(f"specproof.audit.bugclasses:{bug.public.model}"))
-    assert bugclasses.command(CLASSES[0]).startswith("specproof audit specproof.audit.bugclasses:")
+        assert callable(load_callable(f"specproof.subjects.bugs:{bug.public.model}"))
+    assert bugs.command(CLASSES[0]).startswith("specproof audit specproof.subjects.bugs:")

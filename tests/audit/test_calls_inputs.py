@@ -15,10 +15,10 @@ from typing import Any
 import torch
 from specproof.optimized.call_shapes import VllmRejectionSample, accepts_call_shape
 
-from specproof.audit import examples
 from specproof.audit.calls import audit_calls
 from specproof.audit.cases import calls_problem
 from specproof.audit.report import INFO, AuditReport
+from specproof.subjects import examples
 
 OPTIONS = {"alpha": 1e-6, "beta": 1e-4, "delta": 0.2, "seed": 0}
 

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from specproof.audit.engine import audit_engine
-from specproof.audit.engine.block_examples import BLOCK_ENGINES
-from specproof.audit.engine.e2e_adapter import E2E_DECODERS
+from specproof.subjects.block_examples import BLOCK_ENGINES
+from specproof.subjects.e2e_decoders import E2E_DECODERS
 
 ALPHA = 1e-3
 DELTA = 0.3

@@ -20,10 +20,12 @@ import torch
 
 pytest.importorskip("transformers")
 
-from specproof.audit.engine import audit_engine, hf_mutants, tiny
+from specproof.adapters import hf_mutants
+from specproof.adapters.hf import hf_engine
+from specproof.adapters.recipe import batched_engine
+from specproof.audit.engine import audit_engine
 from specproof.audit.engine.cli import main
-from specproof.audit.engine.hf import hf_engine
-from specproof.audit.engine.recipe import batched_engine
+from specproof.subjects import tiny
 
 ALPHA = 1e-3
 DELTA = 0.3
@@ -125,7 +127,7 @@ def test_cli_fails_a_mutant_with_exit_status_1_and_writes_json(
     code = main(
         [
             "--hf",
-            "specproof.audit.engine.hf_mutants:processors_on_assistant_only",
+            "specproof.adapters.hf_mutants:processors_on_assistant_only",
             "--runs",
             "30",
             "--quiet",
@@ -164,7 +166,7 @@ def test_gpu_recipe_glue_on_a_cpu_engine() -> None:
 
 
 def test_cli_refuses_generate_without_target_probs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--generate", "specproof.audit.engine.tiny:greedy"]) == 2
+    assert main(["--generate", "specproof.subjects.tiny:greedy"]) == 2
     assert "--target-probs" in capsys.readouterr().err
 
 
@@ -172,7 +174,7 @@ def test_the_law_follows_the_model_generation_config() -> None:
     """``generate`` samples with the model's own generation config under the call's kwargs;
     the audited law must too: a model that ships do_sample and temperature 0.7 is sampled at
     0.7 even when the call passes nothing, and a call's kwargs still win."""
-    from specproof.audit.engine.hf import hf_target_probs
+    from specproof.adapters.hf import hf_target_probs
 
     target, _ = tiny.tiny_models()
     target.generation_config.do_sample = True

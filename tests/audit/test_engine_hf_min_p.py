@@ -9,8 +9,8 @@ import torch
 
 pytest.importorskip("transformers")
 
-from specproof.audit.engine import tiny
-from specproof.audit.engine.hf import hf_engine
+from specproof.adapters.hf import hf_engine
+from specproof.subjects import tiny
 
 
 def test_the_hf_law_applies_min_p_as_generate_does() -> None:

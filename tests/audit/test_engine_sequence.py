@@ -26,7 +26,8 @@ from specproof.audit.engine.sequence import (
     stop_cell,
     timed_sequence_rows,
 )
-from specproof.audit.engine.sequence_examples import (
+from specproof.stats import goodness_of_fit
+from specproof.subjects.sequence_examples import (
     EOS,
     EOS_MASS,
     MUTANT_EOS_MASS,
@@ -37,7 +38,6 @@ from specproof.audit.engine.sequence_examples import (
     stop_law,
     target_probs,
 )
-from specproof.stats import goodness_of_fit
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = 64
@@ -123,7 +123,7 @@ def test_cli_sequence_rows_and_their_cost_note(tmp_path: Path) -> None:
     status = main(
         [
             "--engine",
-            "specproof.audit.engine.sequence_examples:long_engine",
+            "specproof.subjects.sequence_examples:long_engine",
             "--delta",
             "0.3",
             "--sequence",
@@ -141,7 +141,7 @@ def test_cli_sequence_rows_and_their_cost_note(tmp_path: Path) -> None:
 
 
 def test_cli_refuses_sequence_rows_without_eos(capsys: pytest.CaptureFixture[str]) -> None:
-    engine = "specproof.audit.engine.block_examples:dspark_round_threshold"
+    engine = "specproof.subjects.block_examples:dspark_round_threshold"
     assert main(["--engine", engine, "--sequence", "64", "--quiet"]) == 2
     assert "EOS" in capsys.readouterr().err
 

@@ -1,5 +1,5 @@
 """docs/engine_audit.md's engine-audit table lists exactly the subjects of
-``python -m specproof.audit.engine.table`` with the verdict each is defined to get (PASS for an
+``python -m specproof.tables.engine_table`` with the verdict each is defined to get (PASS for an
 engine, FAIL for a mutant), and the committed JSON the table came from agrees with it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from specproof.audit.engine.table import subjects
+from specproof.tables.engine_table import subjects
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -31,7 +31,7 @@ import threading
 
 import torch
 
-from specproof.audit.examples import algorithm1_schedule
+from specproof.subjects.examples import algorithm1_schedule
 
 TABLE = torch.tensor([[0.5, 0.3, 0.2, 0.0], [0.1, 0.6, 0.2, 0.1],
                       [0.25, 0.25, 0.25, 0.25], [0.4, 0.0, 0.3, 0.3]], dtype=torch.float64)

@@ -7,11 +7,11 @@ from typing import Any
 
 import torch
 
-from specproof.audit import examples
 from specproof.audit.cases import verifier_problems
 from specproof.audit.drafting import draft_rounds
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.signatures import call_hf
+from specproof.subjects import examples
 
 
 def recording(seen: list[int]) -> Any:

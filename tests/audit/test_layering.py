@@ -30,14 +30,9 @@ ORDER = [
     "drafters",
     "run",
     "hunt",
-    "flagged",
-    "examples",
-    "bugclasses",
     "cli",
-    "bench",
-    "calibrate",
 ]
-ELSEWHERE = {"engine", "mutants"}
+ELSEWHERE = {"engine"}
 """Subpackages with their own reading order (not yet checked here)."""
 
 

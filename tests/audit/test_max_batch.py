@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 import torch
 
-from specproof.audit import audit_verifier, examples
+from specproof.audit import audit_verifier
 from specproof.audit.cases import verifier_problems
 from specproof.audit.cli import main
 from specproof.audit.errors import out_of_memory
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.report import LIMIT
+from specproof.subjects import examples
 
 LIMIT_REQUESTS = 1024
 SMALL = next(p for p in verifier_problems(0, 64) if p.name == "small-vocab")
@@ -95,7 +96,13 @@ def test_out_of_memory_errors_are_recognised() -> None:
 def test_the_command_refuses_a_batch_below_one(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_status:
         main(
-            ["specproof.audit.examples:rejection_sample", "--signature", "vllm", "--max-batch", "0"]
+            [
+                "specproof.subjects.examples:rejection_sample",
+                "--signature",
+                "vllm",
+                "--max-batch",
+                "0",
+            ]
         )
     assert exit_status.value.code == 2
     assert "--max-batch" in capsys.readouterr().err

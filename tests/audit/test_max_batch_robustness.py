@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 import torch
 
-from specproof.audit import audit_verifier, examples
+from specproof.audit import audit_verifier
 from specproof.audit.nonfinite import nonfinite_rows
+from specproof.subjects import examples
 
 CAP = 5
 FRAGILE_ABOVE = 8

@@ -10,8 +10,8 @@ import math
 import pytest
 import torch
 
-from specproof.audit.engine import mlx_engine as me
-from specproof.audit.engine.real_audit import ENGINES, configuration_groups
+from specproof.adapters import mlx_engine as me
+from specproof.tables.real_audit import ENGINES, configuration_groups
 
 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:

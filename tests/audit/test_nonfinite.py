@@ -11,9 +11,10 @@ import pytest
 import torch
 from specproof.optimized import compat
 
-from specproof.audit import audit_verifier, bugclasses, examples
+from specproof.audit import audit_verifier
 from specproof.audit.cases import verifier_problems
 from specproof.audit.nonfinite import VOCAB, nonfinite_cases, nonfinite_rows
+from specproof.subjects import bugs, examples
 
 
 def _by_check(rows: list[Any]) -> dict[str, Any]:
@@ -21,7 +22,7 @@ def _by_check(rows: list[Any]) -> dict[str, Any]:
 
 
 def test_all_nan_target_row_emitting_vocab_size_fails() -> None:
-    rows = _by_check(nonfinite_rows(bugclasses.nan_target_emits_vocab_size, "vllm"))
+    rows = _by_check(nonfinite_rows(bugs.nan_target_emits_vocab_size, "vllm"))
     row = rows["target-all-nan"]
     assert row.verdict == "FAIL", row
     assert "outside the vocabulary" in row.summary, row.summary
@@ -29,7 +30,7 @@ def test_all_nan_target_row_emitting_vocab_size_fails() -> None:
 
 
 def test_all_nan_draft_row_recovering_the_rejected_draft_fails() -> None:
-    rows = _by_check(nonfinite_rows(bugclasses.nan_draft_recovers_rejected, "vllm"))
+    rows = _by_check(nonfinite_rows(bugs.nan_draft_recovers_rejected, "vllm"))
     row = rows["draft-all-nan"]
     assert row.verdict == "FAIL", row
     assert "just rejected" in row.summary, row.summary
@@ -85,7 +86,7 @@ def test_specproof_verifiers_pass(fn: Callable[..., Any], signature: Any) -> Non
 def test_robustness_is_reported_apart_from_the_law_rows() -> None:
     problem = next(p for p in verifier_problems(0, 64) if p.name == "small-vocab")
     report = audit_verifier(
-        bugclasses.nan_target_emits_vocab_size,
+        bugs.nan_target_emits_vocab_size,
         "vllm",
         problems=[problem],
         calls=False,

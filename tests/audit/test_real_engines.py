@@ -10,9 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from specproof.audit.engine import real_table, vllm_engine
-from specproof.audit.engine.real_models import ModelPaths
+from specproof.adapters import beside_hf, vllm_engine
 from specproof.audit.report import AuditReport, CaseResult, exact_row
+from specproof.subjects.real_models import ModelPaths
+from specproof.tables import real_table
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = "# Real engines audited"
@@ -39,7 +40,7 @@ def test_every_speculative_configuration_has_a_control_run_before_it() -> None:
 
 
 def test_the_expand_kernel_control_gets_its_own_engine() -> None:
-    from specproof.audit.engine.real_audit import configuration_groups
+    from specproof.tables.real_audit import configuration_groups
 
     fixed = [c for c in vllm_engine.configurations() if c.expand_fixed]
     assert {c.speculation.method for c in fixed} == {"ngram", "draft", "target", "eagle"}
@@ -79,8 +80,8 @@ def test_results_file_names_each_configurations_prompts() -> None:
 
 
 def test_llamacpp_configurations_share_their_controls_prompt() -> None:
-    from specproof.audit.engine import llamacpp_engine as le
-    from specproof.audit.engine.real_models import LOOKUP_PROMPT
+    from specproof.adapters import llamacpp_engine as le
+    from specproof.subjects.real_models import LOOKUP_PROMPT
 
     for config in le.configurations():
         if config.control:
@@ -90,8 +91,8 @@ def test_llamacpp_configurations_share_their_controls_prompt() -> None:
 
 
 def test_eagle_heads_have_the_shapes_vllm_loads() -> None:
-    from specproof.audit.engine import real_eagle
-    from specproof.audit.engine.real_models import HIDDEN, VOCAB
+    from specproof.subjects import real_eagle
+    from specproof.subjects.real_models import HIDDEN, VOCAB
 
     eagle = real_eagle.eagle_weights("eagle")
     assert eagle["fc.weight"].shape == (HIDDEN, 2 * HIDDEN)
@@ -181,7 +182,7 @@ def report_with(verdict: str) -> AuditReport:
 
 
 def test_markdown_shows_verdict_worst_row_and_power() -> None:
-    record = real_table.entry("vLLM", "9.9", "cfg", report_with("FAIL"), control="ctl")
+    record = beside_hf.entry("vLLM", "9.9", "cfg", report_with("FAIL"), control="ctl")
     table = real_table.markdown([record])
     assert (
         "| vLLM 9.9 | cfg | ctl | FAIL (pit@1) | 50 | pit@1 0.020 >= 0.100 | 0.9999 at TV 0.1 |"
@@ -216,7 +217,7 @@ def test_page_section_holds_the_committed_table() -> None:
 def test_expand_in_place_writes_each_requests_value_into_the_output() -> None:
     import torch
 
-    from specproof.audit.engine.vllm_sampler import expand_in_place
+    from specproof.adapters.vllm_sampler import expand_in_place
 
     cu = torch.tensor([2, 3, 5], dtype=torch.int32)
     out = torch.full((5,), -9.0)
@@ -230,7 +231,7 @@ def test_expand_in_place_writes_each_requests_value_into_the_output() -> None:
 def test_llamacpp_chain_follows_llama_cpp_order_and_penalty() -> None:
     import torch
 
-    from specproof.audit.engine import llamacpp_engine as le
+    from specproof.adapters import llamacpp_engine as le
 
     logits = torch.tensor([2.0, 1.0, 0.5, -1.0])
     assert le.penalised(logits, [0, 3, 0], 2.0).tolist() == [1.0, 1.0, 0.5, -2.0]
@@ -249,7 +250,7 @@ def test_llamacpp_chain_follows_llama_cpp_order_and_penalty() -> None:
 def test_draft_trace_reads_the_accepted_prefix_from_the_next_context() -> None:
     import numpy as np
 
-    from specproof.audit.engine.llamacpp_engine import DraftLlama
+    from specproof.adapters.llamacpp_engine import DraftLlama
 
     class Scripted(DraftLlama):
         def __init__(self, proposals: list[list[int]]) -> None:

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from specproof.audit.engine import audit_engine
 from specproof.audit.engine.cli import main
 from specproof.audit.engine.sequence import timed_sequence_rows
-from specproof.audit.engine.sequence_examples import EOS, PROMPT, TARGET, VOCAB, target_probs
 from specproof.audit.engine.subject import Engine
 from specproof.audit.guard import settle
+from specproof.subjects.sequence_examples import EOS, PROMPT, TARGET, VOCAB, target_probs
 
 TOKENS = 16
 SETTINGS = {"alpha": 1e-6, "beta": 1e-4, "delta": 0.5, "tolerance": 0.0}

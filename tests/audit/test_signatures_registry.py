@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
-from specproof.audit import audit_verifier, examples
+from specproof.audit import audit_verifier
 from specproof.audit.cases import verifier_problems
 from specproof.audit.cli import parser
 from specproof.audit.drafting import Drafts
@@ -33,6 +33,7 @@ from specproof.audit.signatures import (
     signature_names,
     unregister,
 )
+from specproof.subjects import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINES = ("flashinfer", "vllm", "vllm-logits", "hf")

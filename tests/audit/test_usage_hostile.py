@@ -69,7 +69,7 @@ def refused(capsys: pytest.CaptureFixture[str], status: int, *words: str) -> Non
     assert "Traceback" not in err and all(word in lines[0] for word in words), lines
 
 
-VERIFIER = ["specproof.audit.examples:chain_speculative_sampling", "--signature", "flashinfer"]
+VERIFIER = ["specproof.subjects.examples:chain_speculative_sampling", "--signature", "flashinfer"]
 
 
 @pytest.mark.parametrize("value", ["inf", "nan", "-inf", "1e10", "1e400"])

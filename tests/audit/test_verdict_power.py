@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import torch
 
-from specproof.audit import audit_verifier, examples
+from specproof.audit import audit_verifier
 from specproof.audit.cases import verifier_problems
 from specproof.audit.engine.cli import main as engine_main
 from specproof.audit.filters import FilterProblem
@@ -33,6 +33,7 @@ from specproof.command_rules import (
     ROW_FAILED,
     USAGE_ERROR,
 )
+from specproof.subjects import examples
 
 SUBJECT = """
 import numpy as np

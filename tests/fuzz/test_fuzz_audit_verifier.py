@@ -10,10 +10,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specproof.audit import examples
 from specproof.audit.calls import audit_calls
 from specproof.audit.cases import calls_problem
 from specproof.audit.hunt import hunt_case, hunt_cases
+from specproof.subjects import examples
 
 PROBLEM = calls_problem("flashinfer")
 

@@ -17,9 +17,9 @@ from specproof.optimized.call_shapes import (
     accepts_call_shape,
 )
 
-from specproof.audit import examples
-from specproof.audit.engine import vllm_sampler
-from specproof.audit.mutants.verifier import make_verifier
+from specproof.adapters import vllm_sampler
+from specproof.subjects import examples
+from specproof.subjects.mutants.verifier import make_verifier
 
 VLLM: list[Callable[..., Any]] = [
     compat.rejection_sample,

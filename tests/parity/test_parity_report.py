@@ -33,13 +33,13 @@ def no_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_lossless_verifier_gets_a_passing_report(
     tmp_path: Path, no_matplotlib: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, lines = report(tmp_path, *VERIFIER, "specproof.audit.examples:rejection_sample")
+    code, lines = report(tmp_path, *VERIFIER, "specproof.subjects.examples:rejection_sample")
     assert code == 0
-    assert lines[0].startswith("# PASS: specproof.audit.examples:rejection_sample matches")
+    assert lines[0].startswith("# PASS: specproof.subjects.examples:rejection_sample matches")
     text = "\n".join(lines)
     assert (
         "specproof parity-report verifier --signature vllm --level quick --cases small-vocab "
-        "specproof.audit.examples:rejection_sample --out " in text
+        "specproof.subjects.examples:rejection_sample --out " in text
     )
     assert "| statistical rows | 3: false-fail rate of the report <= 3e-06 |" in text
     assert "| power | >= 0.9 against TV >= 0.2 in every row's law |" in text
@@ -52,9 +52,9 @@ def test_a_lossless_verifier_gets_a_passing_report(
 
 
 def test_a_biased_verifier_gets_a_failing_report(tmp_path: Path, no_matplotlib: None) -> None:
-    code, lines = report(tmp_path, *VERIFIER, "specproof.audit.examples:biased_rejection_sample")
+    code, lines = report(tmp_path, *VERIFIER, "specproof.subjects.examples:biased_rejection_sample")
     assert code == 1
-    assert lines[0].startswith("# FAIL: specproof.audit.examples:biased_rejection_sample: ")
+    assert lines[0].startswith("# FAIL: specproof.subjects.examples:biased_rejection_sample: ")
     assert any(line.startswith("| small-vocab | round |") and "**FAIL**" in line for line in lines)
     assert "must-fail twin: not run" in "\n".join(lines)
 
@@ -104,10 +104,10 @@ def test_a_twin_that_passes_turns_the_report_into_an_error(
     import specproof.testing.lossless as lossless
 
     monkeypatch.setattr(lossless, "shifted_target_twin", lambda fn, signature: fn)
-    code, lines = report(tmp_path, *VERIFIER, "specproof.audit.examples:rejection_sample")
+    code, lines = report(tmp_path, *VERIFIER, "specproof.subjects.examples:rejection_sample")
     assert code == 1
     assert lines[0] == (
-        "# ERROR: specproof.audit.examples:rejection_sample: its must-fail twin passed too, "
+        "# ERROR: specproof.subjects.examples:rejection_sample: its must-fail twin passed too, "
         "so this report cannot tell a wrong law apart"
     )
 

@@ -9,7 +9,7 @@ import time
 import pytest
 from plugin import engines
 
-from specproof.audit import examples
+from specproof.subjects import examples
 from specproof.testing import assert_engine_lossless, assert_lossless
 
 VERIFIERS = {

@@ -18,7 +18,7 @@ from pathlib import Path
 import plugin.engines  # noqa: F401
 import pytest
 
-import specproof.audit.examples
+import specproof.subjects.examples
 import specproof.testing.lossless  # noqa: F401
 
 pytest_plugins = ["pytester"]
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = "specproof.testing.plugin"
 
 VERIFIER_TEST = """
-from specproof.audit import examples
+from specproof.subjects import examples
 
 def test_verifier(specproof):
     specproof.assert_lossless(
@@ -79,7 +79,7 @@ def test_a_twin_that_passes_makes_the_call_error(pytester: pytest.Pytester) -> N
     (what a verifier that ignores the target it is handed looks like to the check)."""
     source = """
 import specproof.testing.lossless as lossless
-from specproof.audit import examples
+from specproof.subjects import examples
 
 def test_mocked(specproof, monkeypatch):
     monkeypatch.setattr(lossless, "shifted_target_twin", lambda fn, signature: fn)

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from specproof.reference import Algorithm1, GlobalSearch, StaleCapacity, TokenGated
 
-from specproof.audit import audit, audit_scheduler, audit_verifier, examples, load_callable, main
+from specproof.audit import audit, audit_scheduler, audit_verifier, load_callable, main
 from specproof.audit.cases import verifier_problems
+from specproof.subjects import examples
 
 ALPHA = 1e-6
 BETA = 1e-4
@@ -96,10 +97,10 @@ def test_a_user_callable_scheduler_with_the_public_signature() -> None:
 
 def test_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "audit.json"
-    lossy = "specproof.audit.examples:global_search_schedule"
+    lossy = "specproof.subjects.examples:global_search_schedule"
     assert main([lossy, "--scheduler", "--json", str(out), "--quiet"]) == 1
     assert json.loads(out.read_text())["passed"] is False
-    assert main(["specproof.audit.examples:algorithm1_schedule", "--scheduler", "--quiet"]) == 0
+    assert main(["specproof.subjects.examples:algorithm1_schedule", "--scheduler", "--quiet"]) == 0
     assert main(["not-a-path", "--scheduler"]) == 2
     assert "previous-token" in capsys.readouterr().out
 
@@ -119,17 +120,19 @@ def test_the_command_passes_and_fails_verifiers(tmp_path: Path) -> None:
         "--json",
         str(out),
     ]
-    assert main(["specproof.audit.examples:rejection_sample", *common]) == 0
+    assert main(["specproof.subjects.examples:rejection_sample", *common]) == 0
     assert json.loads(out.read_text())["passed"] is True
-    assert main(["specproof.audit.examples:biased_rejection_sample", *common]) == 1
+    assert main(["specproof.subjects.examples:biased_rejection_sample", *common]) == 1
 
 
 def test_load_callable_and_audit_argument_checks() -> None:
-    assert load_callable("specproof.audit.examples:rejection_sample") is examples.rejection_sample
+    assert (
+        load_callable("specproof.subjects.examples:rejection_sample") is examples.rejection_sample
+    )
     with pytest.raises(ValueError):
-        load_callable("specproof.audit.examples")
+        load_callable("specproof.subjects.examples")
     with pytest.raises(ValueError):
-        audit("specproof.audit.examples:rejection_sample")
+        audit("specproof.subjects.examples:rejection_sample")
 
 
 def test_a_drafter_is_audited_against_the_q_it_reports() -> None:

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from specproof.callables import load_callable
 from specproof.command_rules import (
     EXIT_STATUS_HELP,
     OneLineParser,
@@ -15,7 +16,7 @@ from specproof.command_rules import (
     usage_error,
 )
 
-from ..cli import _positive, _rate, _tolerance, load_callable
+from ..cli import _positive, _rate, _tolerance
 from ..guard import describe
 from ..report import publish
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, progress_bar
@@ -162,7 +163,7 @@ def parser() -> argparse.ArgumentParser:
 def load_engine(args: argparse.Namespace) -> Engine:
     """The engine the arguments name; ValueError (a usage error) names the argument."""
     if args.hf:
-        from .hf import hf_engine
+        from specproof.adapters.hf import hf_engine
 
         setup: Any = _made(args.hf, "--hf")
         if not isinstance(setup, tuple | list) or len(setup) != 3:

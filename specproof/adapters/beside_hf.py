@@ -1,0 +1,158 @@
+"""A real engine audited beside HF transformers on the same weights: the engine's logit gap to
+HF, the audit at a tolerance that covers it, and the entry of the results file.
+
+Every adapter of a real engine (llama.cpp, mlx-lm, ...) ends the same way; this is that end."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from specproof.audit.engine.subject import Engine
+from specproof.audit.report import AuditReport, CaseResult
+from specproof.subjects.real_models import VOCAB
+
+GAP_SEQUENCES = 32
+GAP_LENGTH = 16
+
+
+class Configuration(Protocol):
+    """What the results file records of an engine configuration."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def tokens(self) -> int: ...
+
+    @property
+    def control(self) -> str: ...
+
+    @property
+    def drafter(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def sampling_label(self) -> str: ...
+
+    @property
+    def prompt(self) -> Sequence[int]: ...
+
+
+def gap_sequences(
+    count: int = GAP_SEQUENCES, length: int = GAP_LENGTH, seed: int = 0
+) -> list[list[int]]:
+    """Random token sequences on which the engine's logits are compared with HF's."""
+    rng = np.random.default_rng(seed)
+    return [[int(t) for t in rng.integers(0, VOCAB, length)] for _ in range(count)]
+
+
+def logit_gap(
+    engine_logits: Callable[[list[int]], torch.Tensor],
+    target: Any,
+    sequences: Iterable[list[int]],
+) -> tuple[float, float]:
+    """(largest |logit difference|, largest TV between softmax rows) of the engine and HF on
+    the same sequences, all positions; ``engine_logits(sequence)`` is the engine's [len, V]."""
+    worst_logit = worst_tv = 0.0
+    for sequence in sequences:
+        ours = engine_logits(sequence).to(torch.float64)
+        with torch.no_grad():
+            theirs = target(torch.tensor([sequence])).logits[0].to(torch.float64)
+        worst_logit = max(worst_logit, float((ours - theirs).abs().max()))
+        tv = 0.5 * (torch.softmax(ours, -1) - torch.softmax(theirs, -1)).abs().sum(-1)
+        worst_tv = max(worst_tv, float(tv.max()))
+    return worst_logit, worst_tv
+
+
+def coverage_text(row: CaseResult) -> str:
+    return row.summary + ("" if row.verdict == "pass" else f" ({row.detail})")
+
+
+def entry(
+    engine: str,
+    version: str,
+    configuration: str,
+    report: AuditReport,
+    *,
+    kind: str = "engine",
+    control: str = "",
+    settings: Mapping[str, Any] | None = None,
+    coverage: str = "",
+    seconds: float | None = None,
+) -> dict[str, Any]:
+    """One configuration's record: the report's rows and what the table shows of them."""
+    return {
+        "engine": engine,
+        "version": version,
+        "configuration": configuration,
+        "kind": kind,
+        "control": control,
+        "settings": dict(settings or {}),
+        "verdict": report.verdict,
+        "coverage": coverage,
+        "seconds": round(report.seconds if seconds is None else seconds, 1),
+        "report": report.as_dict(),
+    }
+
+
+def audit_beside_hf(
+    engine_name: str,
+    version: str,
+    config: Configuration,
+    build: Callable[[], Engine],
+    gap: tuple[float, float],
+    runs: int | None,
+    out: Path,
+    prompt: object = None,
+) -> None:
+    """Build the engine, audit it at a tolerance covering its gap to HF, write its entry to
+    ``out`` and print the report; ``prompt``: how the entry shows the prompt (the
+    configuration's own by default)."""
+    from specproof.audit.engine.audit import audit_engine
+    from specproof.audit.run import DEFAULT_TOLERANCE, progress_bar
+
+    gap_logit, gap_tv = gap
+    # A row of N tokens can differ by up to N times the per-row gap; the exact row has N = 2.
+    tolerance = max(DEFAULT_TOLERANCE, 2 * gap_tv)
+    started = time.perf_counter()
+    engine = build()
+    startup = time.perf_counter() - started
+    report = audit_engine(
+        engine, num_new_tokens=config.tokens, runs=runs, tolerance=tolerance, bars=progress_bar()
+    )
+    report.notes.append(
+        f"{engine_name} vs HF on the same weights: max |logit gap| {gap_logit:.2e}, max row TV "
+        f"{gap_tv:.2e} ({GAP_SEQUENCES} random sequences of {GAP_LENGTH}); "
+        f"--tolerance {tolerance:.2e}"
+    )
+    coverage = next((r for r in report.results if r.check == "coverage"), None)
+    record = entry(
+        engine_name,
+        version,
+        config.name,
+        report,
+        control=config.control,
+        settings={
+            "sampling": config.sampling_label,
+            "drafter": config.label,
+            "tokens": config.tokens,
+            "prompt": list(config.prompt) if prompt is None else prompt,
+            "logit_gap": gap_logit,
+            "row_tv_gap": gap_tv,
+            "tolerance": tolerance,
+            "startup_seconds": round(startup, 1),
+        },
+        coverage="-" if coverage is None or config.drafter == "none" else coverage_text(coverage),
+    )
+    print(report.table(), file=sys.stderr, flush=True)
+    out.write_text(json.dumps(record))

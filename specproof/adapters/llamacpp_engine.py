@@ -1,0 +1,343 @@
+"""llama.cpp (llama-cpp-python) as an audited engine (run in the ``audit-llamacpp`` venv).
+
+The tiny target and draft of :mod:`.real_models` are converted to float32 GGUF with the
+converter vendored in llama-cpp-python's source distribution (the tokenizer, made here, has no
+known pre-tokenizer hash, so the converter is told "default"; the audit hands llama.cpp token
+ids and never tokenizes text). One run is ``Llama.generate(prompt, ...)`` after ``set_seed``,
+stopped after ``num_new_tokens`` tokens (EOS is an ordinary token to ``generate``).
+
+Drafting: none (the control), ``LlamaPromptLookupDecoding``, or :class:`DraftLlama`, a
+``LlamaDraftModel`` that proposes the draft model's greedy continuation. llama-cpp-python
+verifies by sampling the target at every drafted position and keeping the draft while they
+agree; the drafter is traced to record each round's draft length and accepted count.
+
+The law: HF transformers on the same weights, with llama-cpp-python's sampler chain as it
+builds it (``Llama._init_sampler``): the repetition penalty over the tokens the sampler has
+emitted (the generated ones, not the prompt), then top-k, top-p, min-p, temperature.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from specproof.adapters.beside_hf import audit_beside_hf, gap_sequences, logit_gap
+from specproof.audit.engine.subject import Emission, Engine, TargetProbs
+from specproof.subjects.real_models import LOOKUP_PROMPT, PROMPT, ModelPaths, load_target
+
+VERSION = "0.3.36"
+N_CTX = 64
+T1 = {"temp": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0}
+TRUNCATED = {"temp": 1.0, "top_k": 5, "top_p": 0.9, "min_p": 0.05, "repeat_penalty": 1.3}
+SAMPLING_KEYS = ("temp", "top_k", "top_p", "min_p", "repeat_penalty")
+CONVERTER_PARTS = ("convert_hf_to_gguf.py", "conversion", "gguf-py")
+
+
+@dataclass(frozen=True)
+class LlamaCppConfig:
+    name: str
+    drafter: str  # "none", "lookup", "draft"
+    k: int
+    sampling: Mapping[str, float]
+    sampling_label: str
+    control: str = ""
+    tokens: int = 5
+    prompt: tuple[int, ...] = PROMPT
+
+    @property
+    def label(self) -> str:
+        return {"none": "no draft", "lookup": f"prompt lookup k={self.k}"}.get(
+            self.drafter, f"draft model k={self.k}"
+        )
+
+
+def configurations() -> list[LlamaCppConfig]:
+    """Every audited configuration, each control first; a control and the configurations
+    compared with it share one prompt (at T = 1 the one after which prompt lookup's drafts
+    are accepted in full, :data:`LOOKUP_PROMPT`)."""
+    out = []
+    for tag, sampling, label, prompt in (
+        ("T=1", T1, "T = 1", LOOKUP_PROMPT),
+        ("truncated", TRUNCATED, "top-k 5, top-p 0.9, min-p 0.05, repetition penalty 1.3",
+         PROMPT),
+    ):  # fmt: skip
+        control = f"{tag} no draft"
+        out.append(LlamaCppConfig(control, "none", 0, sampling, label, prompt=prompt))
+        for drafter, name in (("lookup", "prompt lookup"), ("draft", "draft model")):
+            out.append(
+                LlamaCppConfig(
+                    f"{tag} {name} k=3", drafter, 3, sampling, label, control, prompt=prompt
+                )
+            )
+    return out
+
+
+def by_name(name: str) -> LlamaCppConfig:
+    for config in configurations():
+        if config.name == name:
+            return config
+    known = ", ".join(c.name for c in configurations())
+    raise KeyError(f"no llama.cpp configuration {name!r}; known: {known}")
+
+
+def penalised(logits: torch.Tensor, previous: Sequence[int], penalty: float) -> torch.Tensor:
+    """llama.cpp's repetition penalty: each distinct earlier token's logit divided by the
+    penalty when positive, multiplied by it otherwise (HF's rule, on a different token set)."""
+    if penalty == 1.0 or not previous:
+        return logits
+    out = logits.clone()
+    index = torch.tensor(sorted(set(previous)), dtype=torch.long)
+    chosen = out[index]
+    out[index] = torch.where(chosen > 0, chosen / penalty, chosen * penalty)
+    return out
+
+
+def chain_probs(logits: torch.Tensor, sampling: Mapping[str, float]) -> torch.Tensor:
+    """One row through top-k, top-p, min-p and temperature, in llama.cpp's order."""
+    scores = logits.to(torch.float64)
+    top_k = int(sampling["top_k"])
+    if 0 < top_k < scores.numel():
+        kth = scores.topk(top_k).values[-1]
+        scores = torch.where(scores < kth, -torch.inf, scores)
+    top_p = float(sampling["top_p"])
+    if top_p < 1.0:
+        probs = torch.softmax(scores, -1)
+        ordered, index = probs.sort(descending=True)
+        before = ordered.cumsum(-1) - ordered  # mass of the more probable tokens
+        drop = torch.zeros_like(probs, dtype=torch.bool)
+        drop[index] = before >= top_p
+        scores = torch.where(drop, -torch.inf, scores)
+    min_p = float(sampling["min_p"])
+    if min_p > 0.0:
+        probs = torch.softmax(scores, -1)
+        scores = torch.where(probs < min_p * probs.max(), -torch.inf, scores)
+    return torch.softmax(scores / float(sampling["temp"]), -1)
+
+
+def llamacpp_target_probs(
+    target: Any, sampling: Mapping[str, float], prompt_length: int
+) -> TargetProbs:
+    """[B, L] -> [B, L, V]: HF's logits through llama-cpp-python's sampler chain; the penalty
+    sees the tokens after the first ``prompt_length`` (the ones the sampler emitted)."""
+
+    def target_probs(sequences: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            logits = target(sequences).logits.to(torch.float32)
+        out = torch.empty_like(logits)
+        for b in range(sequences.shape[0]):
+            for t in range(sequences.shape[1]):
+                emitted = sequences[b, prompt_length : t + 1].tolist()
+                row = penalised(logits[b, t], emitted, float(sampling["repeat_penalty"]))
+                out[b, t] = chain_probs(row, sampling).to(torch.float32)
+        return out
+
+    return target_probs
+
+
+def converter_folder(cache: Path) -> Path:
+    """The GGUF converter from llama-cpp-python's source distribution (pip downloads it)."""
+    folder = cache / f"llama-cpp-python-{VERSION}-convert"
+    if all((folder / part).exists() for part in CONVERTER_PARTS):
+        return folder
+    downloads = cache / "sdist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-python",
+         f"llama-cpp-python=={VERSION}", "-d", str(downloads)],
+        check=True,
+    )  # fmt: skip
+    archive = next(downloads.glob(f"llama_cpp_python-{VERSION}.tar.gz"))
+    prefix = f"llama_cpp_python-{VERSION}/vendor/llama.cpp/"
+    with tarfile.open(archive) as tar:
+        members = [
+            m for m in tar.getmembers()
+            if m.name.startswith(prefix) and m.name[len(prefix):].split("/")[0] in CONVERTER_PARTS
+        ]  # fmt: skip
+        for member in members:
+            member.name = member.name[len(prefix) :]
+        tar.extractall(folder, members=members, filter="data")
+    return folder
+
+
+CONVERT = """
+import sys
+sys.path[:0] = [{folder!r}, {gguf!r}]
+import convert_hf_to_gguf
+from conversion.base import TextModel
+# A tokenizer made here has no known pre-tokenizer hash; token ids are all llama.cpp sees.
+TextModel.get_vocab_base_pre = lambda self, tokenizer: "default"
+sys.argv = ["convert_hf_to_gguf.py", {model!r}, "--outtype", "f32", "--outfile", {out!r}]
+convert_hf_to_gguf.main()
+"""
+
+
+def to_gguf(model: Path, converter: Path) -> Path:
+    out = model.with_suffix(".gguf")
+    script = CONVERT.format(
+        folder=str(converter), gguf=str(converter / "gguf-py"), model=str(model), out=str(out)
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+    return out
+
+
+class DraftLlama:
+    """A ``LlamaDraftModel`` proposing the draft Llama's greedy continuation of ``k`` tokens,
+    recording (drafted, accepted) per round: the next call's context shows how much of the
+    last draft was kept (the target's sample differs from the draft where it was rejected)."""
+
+    def __init__(self, draft: Any, k: int) -> None:
+        self.draft = draft
+        self.k = k
+        self.rounds: list[tuple[int, int]] = []
+        self.last: tuple[int, np.ndarray] | None = None
+
+    def propose(self, context: list[int]) -> np.ndarray:
+        tokens = []
+        for token in self.draft.generate(context, temp=0.0, top_k=0, top_p=1.0, min_p=0.0):
+            tokens.append(token)
+            if len(tokens) == self.k:
+                break
+        return np.array(tokens, dtype=np.intc)
+
+    def record(self, input_ids: np.ndarray) -> None:
+        if self.last is not None:
+            start, proposed = self.last
+            kept = input_ids[start : start + len(proposed)]
+            accepted = 0
+            while accepted < len(kept) and kept[accepted] == proposed[accepted]:
+                accepted += 1
+            self.rounds.append((len(proposed), accepted))
+
+    def __call__(self, input_ids: np.ndarray, /, **kwargs: Any) -> np.ndarray:
+        self.record(input_ids)
+        proposed = self.propose([int(t) for t in input_ids])
+        self.last = (len(input_ids), proposed)
+        return proposed
+
+    def begin(self) -> None:
+        """A new run."""
+        self.rounds = []
+        self.last = None
+
+    def finish(self, sequence: Sequence[int]) -> None:
+        """The run stopped at ``sequence`` (prompt and tokens): its last round counts when the
+        tokens after the draft decide it (a token differing from the draft, or every drafted
+        token kept); a run that stopped inside the draft leaves it undecided, and uncounted."""
+        if self.last is None:
+            return
+        start, proposed = self.last
+        kept = [int(t) for t in sequence[start : start + len(proposed)]]
+        accepted = 0
+        while accepted < len(kept) and kept[accepted] == proposed[accepted]:
+            accepted += 1
+        if accepted < len(kept) or accepted == len(proposed):
+            self.rounds.append((len(proposed), accepted))
+        self.last = None
+
+
+class TracedLookup(DraftLlama):
+    """llama-cpp-python's ``LlamaPromptLookupDecoding``, traced like :class:`DraftLlama`."""
+
+    def __init__(self, k: int) -> None:
+        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+        super().__init__(None, k)
+        self.lookup = LlamaPromptLookupDecoding(max_ngram_size=2, num_pred_tokens=k)
+
+    def propose(self, context: list[int]) -> np.ndarray:
+        return np.asarray(self.lookup(np.array(context, dtype=np.intc)), dtype=np.intc)
+
+
+def as_llama_draft(traced: DraftLlama) -> Any:
+    """A ``LlamaDraftModel`` subclass instance delegating to ``traced``."""
+    from llama_cpp.llama_speculative import LlamaDraftModel
+
+    class Delegate(LlamaDraftModel):
+        def __call__(self, input_ids: np.ndarray, /, **kwargs: Any) -> np.ndarray:
+            return traced(input_ids, **kwargs)
+
+    return Delegate()
+
+
+def open_llama(path: Path, draft_model: Any = None) -> Any:
+    from llama_cpp import Llama
+
+    return Llama(
+        model_path=str(path), n_ctx=N_CTX, n_threads=1, seed=0, verbose=False,
+        draft_model=draft_model, logits_all=draft_model is None,
+    )  # fmt: skip
+
+
+def llama_logits(llama: Any) -> Callable[[list[int]], torch.Tensor]:
+    """llama.cpp's logits at every position of a sequence, [len, V]."""
+
+    def logits(sequence: list[int]) -> torch.Tensor:
+        llama.reset()
+        llama.eval(sequence)
+        return torch.tensor(np.array(llama.scores[: len(sequence)]), dtype=torch.float64)
+
+    return logits
+
+
+def llamacpp_engine(config: LlamaCppConfig, paths: ModelPaths, ggufs: ModelPaths) -> Engine:
+    traced: DraftLlama | None = None
+    if config.drafter == "draft":
+        traced = DraftLlama(open_llama(ggufs.draft), config.k)
+    elif config.drafter == "lookup":
+        traced = TracedLookup(config.k)
+    llama = open_llama(ggufs.target, as_llama_draft(traced) if traced else None)
+    sampling = {key: config.sampling[key] for key in SAMPLING_KEYS}
+
+    def generate(prompt: Sequence[int], num_new_tokens: int, seed: int) -> Emission:
+        llama.set_seed(seed)
+        if traced:
+            traced.begin()
+        tokens: list[int] = []
+        for token in llama.generate(list(prompt), **sampling):
+            tokens.append(int(token))
+            if len(tokens) == num_new_tokens:
+                break
+        if traced:
+            traced.finish([*prompt, *tokens])
+        rounds = tuple(traced.rounds) if traced else ()
+        return Emission(tuple(tokens), rounds)
+
+    target = load_target(paths.target)
+    return Engine(
+        name=config.name,
+        generate=generate,
+        target_probs=llamacpp_target_probs(target, config.sampling, len(config.prompt)),
+        prompt=config.prompt,
+        eos=None,
+        max_draft=config.k or None,
+    )
+
+
+def installed_version() -> str:
+    import llama_cpp
+
+    return str(llama_cpp.__version__)
+
+
+def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> None:
+    """Audit one llama.cpp configuration in this process; write its entry to ``out``."""
+    config = by_name(name)
+    paths = ModelPaths(models / "target", models / "draft")
+    converter = converter_folder(Path(sys.prefix) / "share" / "specproof")  # kept with the venv
+    ggufs = ModelPaths(
+        *(p.with_suffix(".gguf") if p.with_suffix(".gguf").exists() else to_gguf(p, converter)
+          for p in (paths.target, paths.draft))
+    )  # fmt: skip
+    gap = logit_gap(llama_logits(open_llama(ggufs.target)), load_target(paths.target),
+                    gap_sequences())  # fmt: skip
+    version = f"(llama-cpp-python {installed_version()})"
+    build = partial(llamacpp_engine, config, paths, ggufs)
+    audit_beside_hf("llama.cpp", version, config, build, gap, runs, out)

@@ -1,0 +1,100 @@
+"""The results file of the real-engine audits (benchmarks/engine_audit_real.json) and the table
+rendered from it (benchmarks/engine_audit_real.md, and docs/real_engines.md).
+
+Each engine's session replaces its own entries and keeps the others', so ``nox -s audit-vllm``
+and ``nox -s audit-llamacpp`` write one file between them. An entry is one audited
+configuration: an engine run (``kind`` "engine") or a function-level audit of the engine's own
+sampler (``kind`` "function"), with every row of its report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+JSON_PATH = Path("benchmarks") / "engine_audit_real.json"
+MD_PATH = Path("benchmarks") / "engine_audit_real.md"
+HEADER = (
+    "| engine | configuration | control | verdict | n | worst statistical row | power "
+    "| coverage | seconds |"
+)
+
+
+def statistical_rows(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in record["report"]["results"] if r["alpha"] > 0 and r["n"] is not None]
+
+
+def runs_of(record: Mapping[str, Any]) -> str:
+    counts = sorted({int(r["n"]) for r in record["report"]["results"] if r["n"] is not None})
+    if not counts:
+        return "-"
+    return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
+def worst_row(record: Mapping[str, Any]) -> str:
+    """The statistical row nearest its bound (the failing one first), as 'check est/bound'."""
+    rows = statistical_rows(record)
+    if not rows:
+        return "-"
+    worst = max(rows, key=lambda r: (not r["passed"], r["tv_estimate"] / r["bound"]))
+    relation = ">=" if not worst["passed"] else "<"
+    return f"{worst['check']} {worst['tv_estimate']:.3f} {relation} {worst['bound']:.3f}"
+
+
+def power_of(record: Mapping[str, Any]) -> str:
+    """The smallest power of its statistical rows against their delta."""
+    rows = statistical_rows(record)
+    if not rows:
+        return "exact rows"
+    worst = max(rows, key=lambda r: r["beta"])
+    return f"{1 - worst['beta']:.4g} at TV {worst['delta']:g}"
+
+
+def failed_rows(record: Mapping[str, Any]) -> list[str]:
+    return [r["check"] for r in record["report"]["results"] if r["verdict"] == "FAIL"]
+
+
+def markdown(records: Iterable[Mapping[str, Any]]) -> str:
+    lines = [HEADER, "|---|---|---|---|---|---|---|---|---|"]
+    for record in records:
+        verdict = record["verdict"]
+        failed = failed_rows(record)
+        if failed:
+            verdict += f" ({', '.join(failed)})"
+        lines.append(
+            f"| {record['engine']} {record['version']} | {record['configuration']} | "
+            f"{record['control'] or '-'} | {verdict} | {runs_of(record)} | {worst_row(record)} | "
+            f"{power_of(record)} | {record['coverage'] or '-'} | {record['seconds']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    records: list[dict[str, Any]] = json.loads(path.read_text())
+    return records
+
+
+def merge(
+    old: list[dict[str, Any]], engine: str, new: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``old`` with ``engine``'s entries replaced by ``new`` (in place of the first of them,
+    or at the end)."""
+    kept = [r for r in old if r["engine"] != engine]
+    first = next((i for i, r in enumerate(old) if r["engine"] == engine), None)
+    if first is None:
+        return kept + new
+    position = sum(1 for r in old[:first] if r["engine"] != engine)
+    return kept[:position] + new + kept[position:]
+
+
+def write(engine: str, new: list[dict[str, Any]], json_path: Path, md_path: Path) -> str:
+    """Merge ``new`` into the results file and rewrite the table; returns the table."""
+    records = merge(load(json_path), engine, new)
+    json_path.write_text(json.dumps(records, indent=1) + "\n")
+    table = markdown(records)
+    md_path.write_text(table)
+    return table
