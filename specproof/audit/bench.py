@@ -31,7 +31,7 @@ from .laws import exact_round_law
 from .mutants import rejection_sample
 from .rounds import verifier_round
 from .run import audit_problem
-from .signatures import DEFAULT_MAX_BATCH
+from .settings import DEFAULT_MAX_BATCH, CallLimits, ErrorRates
 
 ROOT = Path(__file__).resolve().parents[2]
 CHUNK = 1 << 16
@@ -57,14 +57,11 @@ def measure(
     rows = audit_problem(
         problem,
         verifier_round(fn, "vllm", max_batch=max_batch),
-        alpha=1e-6,
-        beta=1e-4,
-        delta=0.05,
-        tolerance=1e-4,
+        rates=ErrorRates(alpha=1e-6, beta=1e-4, delta=0.05, tolerance=1e-4),
         seed=0,
+        limits=CallLimits(max_batch=max_batch),
         round_law=law,
         rounds=rounds,
-        max_batch=max_batch,
     )
     seconds = time.perf_counter() - start
     return {
@@ -89,7 +86,7 @@ def hunt_rates(
         for name, fn, rounds in verifiers:
             for size in sizes:
                 start = time.perf_counter()
-                row = hunt_case(fn, "vllm", case, rounds, max_batch=size)
+                row = hunt_case(fn, "vllm", case, rounds, limits=CallLimits(max_batch=size))
                 seconds.setdefault((name, size), []).append(time.perf_counter() - start)
                 if not row.passed:
                     raise RuntimeError(f"{name}: {row.detail}")

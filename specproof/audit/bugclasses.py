@@ -313,10 +313,11 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     alpha, beta, delta, tolerance; the hunt case at 2^20 rounds)."""
     from .calls import audit_calls
     from .cases import calls_problem, verifier_problems
-    from .drafters import fidelity_rows
+    from .drafters import fidelity_rates, fidelity_rows
     from .hunt import hunt_case, hunt_cases
     from .nonfinite import nonfinite_rows
     from .run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, audit_verifier
+    from .settings import ErrorRates
 
     model = globals()[bug.model]
     alpha, beta = DEFAULT_ALPHA, DEFAULT_BETA
@@ -347,12 +348,12 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
         return nonfinite_rows(model, bug.signature, seed)
     if bug.case == "calls":
         problem = calls_problem(bug.signature, seed)
-        return audit_calls(
-            model, bug.signature, problem, alpha=alpha, beta=beta, delta=DEFAULT_DELTA, seed=seed
-        )
+        rates = ErrorRates(alpha, beta, DEFAULT_DELTA)
+        return audit_calls(model, bug.signature, problem, rates=rates, seed=seed)
     if bug.case.startswith("fidelity"):
         temperature = float(bug.case.removeprefix("fidelity-T"))
-        return fidelity_rows(model, alpha=alpha, beta=beta, seed=seed, temperatures=(temperature,))
+        rates = fidelity_rates(ErrorRates(alpha, beta))
+        return fidelity_rows(model, rates=rates, seed=seed, temperatures=(temperature,))
     order = bug.filter_order or signature_named(bug.signature).default_filter_order
     problems = verifier_problems(seed, filter_order=order)
     problem = next(p for p in problems if p.name == bug.case)

@@ -20,6 +20,7 @@ from specproof.audit import examples
 from specproof.audit.cases import verifier_problems
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.run import audit_verifier
+from specproof.audit.settings import CallLimits
 
 ROW_FAILED = 1
 WALL_LIMIT = 240  # seconds: the child is killed past this, so the test itself cannot hang
@@ -102,7 +103,14 @@ def test_a_hung_call_in_the_hunt_is_a_timeout_row_counting_the_rounds_before() -
         return examples.chain_speculative_sampling(*args, **kwargs)
 
     try:
-        row = hunt_case(verifier, "flashinfer", hunt_cases()[0], 10_000, batch=100, timeout=1.0)
+        row = hunt_case(
+            verifier,
+            "flashinfer",
+            hunt_cases()[0],
+            10_000,
+            batch=100,
+            limits=CallLimits(timeout=1.0),
+        )
     finally:
         release.set()
     assert (row.check, row.verdict, row.n) == ("timeout", "FAIL", 200)

@@ -19,8 +19,9 @@ from specproof.audit import examples
 from specproof.audit.calls import audit_calls
 from specproof.audit.cases import calls_problem
 from specproof.audit.report import INFO, AuditReport
+from specproof.audit.settings import ErrorRates
 
-OPTIONS = {"alpha": 1e-6, "beta": 1e-4, "delta": 0.2, "seed": 0}
+OPTIONS = {"rates": ErrorRates(alpha=1e-6, beta=1e-4, delta=0.2), "seed": 0}
 
 
 def divides_in_place(
