@@ -323,8 +323,7 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     alpha, beta = DEFAULT_ALPHA, DEFAULT_BETA
     if bug.engine:
         from .engine.audit import DEFAULT_DELTA as ENGINE_DELTA
-        from .engine.sequence import SEQUENCE_TOKENS, timed_sequence_rows
-        from .run import DEFAULT_TOLERANCE
+        from .engine.sequence import SEQUENCE_TOKENS, sequence_rates, timed_sequence_rows
 
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # as the command does: tiny tensors, many calls
@@ -332,10 +331,7 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
             rows, _ = timed_sequence_rows(
                 model(),
                 SEQUENCE_TOKENS,
-                alpha=alpha,
-                beta=beta,
-                delta=ENGINE_DELTA,
-                tolerance=DEFAULT_TOLERANCE * SEQUENCE_TOKENS,
+                rates=sequence_rates(ErrorRates(alpha, beta, ENGINE_DELTA), SEQUENCE_TOKENS),
                 seed=seed,
             )
         finally:

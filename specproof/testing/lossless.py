@@ -229,14 +229,8 @@ def engine_outcome(
     passed) of the same engine against the target law shifted by one token id; nothing raised.
     Rates as in :func:`verifier_outcome`."""
     chosen = level if isinstance(level, Level) else level_named(level)
-    report = audit_engine(
-        engine,
-        num_new_tokens=num_new_tokens,
-        seed=seed,
-        alpha=chosen.alpha,
-        beta=chosen.beta,
-        delta=chosen.delta,
-    )
+    rates = ErrorRates(chosen.alpha, chosen.beta, chosen.delta)
+    report = audit_engine(engine, num_new_tokens=num_new_tokens, seed=seed, rates=rates)
     twin_report = None
     if twin and report.passed:
         twin_engine = replace(
@@ -248,8 +242,6 @@ def engine_outcome(
             twin_engine,
             num_new_tokens=num_new_tokens,
             seed=seed + 1,
-            alpha=chosen.alpha,
-            beta=chosen.beta,
-            delta=chosen.delta,
+            rates=rates,
         )
     return Outcome(chosen, report, twin_report)
