@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 DEFAULT_ALPHA = 1e-6
 DEFAULT_BETA = 1e-4
@@ -77,7 +77,7 @@ def settled(value: Value | None, default: Value, **loose: float | None) -> Value
     """``value``, or ``default`` with the ``loose`` keywords given (not None) put in: how a
     public entry point that still takes ``alpha=``, ``max_batch=``... builds the value once.
     Giving both the value and a loose keyword is refused (which would win is not obvious)."""
-    given = {name: item for name, item in loose.items() if item is not None}
+    given: dict[str, Any] = {name: item for name, item in loose.items() if item is not None}
     if value is None:
         return dataclasses.replace(default, **given)
     if given:

@@ -102,3 +102,39 @@ def test_the_command_makes_the_rates_and_limits_once_for_every_row(
     made = dict(seen)
     assert made["battery rates"] == ErrorRates(1e-5, 0.01, 0.3, 0.001)
     assert made["hunt limits"] == CallLimits(77, 123.0)
+
+
+def test_the_engine_command_makes_the_rates_once_for_every_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sequence check (in the command and in the audit), the 4-token rows and the sequence
+    rows receive the very ErrorRates the engine command made (rows stubbed; 20 short runs of
+    the correct long engine are sampled for the layout row)."""
+    from specproof.audit.engine import audit as engine_audit
+    from specproof.audit.engine import sequence
+    from specproof.audit.engine.cli import main as engine_main
+
+    seen: list[tuple[str, ErrorRates]] = []
+
+    def problem(tokens: int, rates: ErrorRates) -> str:
+        seen.append(("sequence check", rates))
+        return ""
+
+    def law_rows(*args: Any) -> list:
+        seen.append(("4-token rows", args[6].rates))
+        return []
+
+    def sequence_rows(report: Any, engine: Any, tokens: int, settings: Any, *rest: Any) -> None:
+        seen.append(("sequence rows", settings.rates))
+
+    monkeypatch.setattr(sequence, "sequence_problem", problem)
+    monkeypatch.setattr(engine_audit, "sequence_problem", problem)
+    monkeypatch.setattr(engine_audit, "law_rows", law_rows)
+    monkeypatch.setattr(engine_audit, "add_sequence_rows", sequence_rows)
+    engine = "specproof.audit.engine.sequence_examples:long_engine"
+    flags = ["--alpha", "1e-5", "--delta", "0.3", "--tolerance", "0.001", "--runs", "20"]
+    engine_main(["--engine", engine, *flags, "--sequence", "8", "--quiet"])
+    names = [name for name, _ in seen]
+    assert sorted(set(names)) == ["4-token rows", "sequence check", "sequence rows"], seen
+    assert len({id(rates) for _, rates in seen}) == 1, seen
+    assert seen[0][1] == ErrorRates(1e-5, DEFAULT_RATES.beta, 0.3, 0.001)
