@@ -45,6 +45,8 @@ from run import (  # noqa: E402
     synchronize,
 )
 from specproof.optimized import chain_verify  # noqa: E402
+from specproof.optimized.checks.chain_call import ChainCall  # noqa: E402
+from specproof.optimized.checks.streams import Streams  # noqa: E402
 from specproof.optimized.compat import chain_speculative_sampling, rejection_sample  # noqa: E402
 
 # (B, k, V, realistic drafts)
@@ -65,32 +67,42 @@ MEASURE_SECONDS = 2e-3
 """A measurement runs enough back-to-back calls to last about this long."""
 
 
+def checked_call(
+    target: torch.Tensor, draft: torch.Tensor, tokens: torch.Tensor, logits: bool
+) -> ChainCall:
+    """The kernel's arguments for every request drafting n tokens at temperature 1, key 1."""
+    batch, n = tokens.shape
+    dev = target.device
+    return ChainCall(
+        target=target,
+        draft=draft,
+        draft_tokens=tokens,
+        lengths=torch.full((batch,), n, dtype=torch.int64, device=dev),
+        temperatures=torch.ones(batch, dtype=torch.float32, device=dev),
+        streams=Streams(
+            keys=1,
+            round=0,
+            offsets=0,
+            words=torch.arange(batch, dtype=torch.int64, device=dev),
+            words_given=False,
+        ),
+        target_logits=logits,
+        draft_logits=logits,
+        placeholder_drafts=False,
+        given=(False, False, False),
+    )
+
+
 def kernel_only(
     target: torch.Tensor, draft: torch.Tensor, tokens: torch.Tensor, logits: bool
 ) -> Callable[[], object]:
     """The Triton launch with per-request arguments prepared once (no argument handling)."""
     from specproof.optimized.kernels.chain_verify import chain_verify_triton
 
-    batch, n = tokens.shape
-    dev = target.device
-    lengths = torch.full((batch,), n, dtype=torch.int64, device=dev)
-    requests = torch.arange(batch, dtype=torch.int64, device=dev)
-    temperature = torch.ones(batch, dtype=torch.float32, device=dev)
+    checked = checked_call(target, draft, tokens, logits)
 
     def call() -> object:
-        return chain_verify_triton(
-            target,
-            draft,
-            tokens,
-            lengths,
-            requests,
-            temperature,
-            target_logits=logits,
-            draft_logits=logits,
-            seed=1,
-            round=0,
-            offset=0,
-        )
+        return chain_verify_triton(checked)
 
     return call
 
@@ -197,17 +209,11 @@ def tune(dev: torch.device, bandwidth: float, repeats: int) -> list[dict]:
     rows = []
     for logits in (False, True):
         target, draft, tokens = make_inputs(batch, n, vocab, True, logits, dev, seed=batch + n)
-        lengths = torch.full((batch,), n, dtype=torch.int64, device=dev)
-        requests = torch.arange(batch, dtype=torch.int64, device=dev)
-        temperature = torch.ones(batch, dtype=torch.float32, device=dev)
         accepted = None
         for block in (2048, 4096, 8192):
             for warps in (4, 8, 16):
-                call = functools.partial(
-                    chain_verify_triton, target, draft, tokens, lengths, requests, temperature,
-                    target_logits=logits, draft_logits=logits, seed=1, round=0, offset=0,
-                    block=block, num_warps=warps,
-                )  # fmt: skip
+                checked = checked_call(target, draft, tokens, logits)
+                call = functools.partial(chain_verify_triton, checked, block=block, num_warps=warps)
                 accepted = call()[1]
                 seconds = statistics.median(per_call_seconds(call, dev, 20) for _ in range(repeats))
                 needed = bytes_needed(accepted, n, vocab, logits)

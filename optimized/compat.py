@@ -23,14 +23,10 @@ from typing import Any
 
 import torch
 
+from .backend import resolve_backend
 from .call_shapes import FlashInferChainSpeculativeSampling, VllmRejectionSample
-from .checks.arguments import (
-    OWN_STREAM_WORD,
-    SEED_LIMIT,
-    as_integer,
-    row_words,
-    stream_request_words,
-)
+from .checks.arguments import SEED_LIMIT, as_integer
+from .checks.chain_call import ChainCall, chain_batch, chain_call
 from .checks.contract import (
     PLACEHOLDER_DRAFT,
     InvalidInputError,
@@ -38,8 +34,9 @@ from .checks.contract import (
     check_int,
     check_same_device,
 )
+from .checks.streams import OWN_STREAM_WORD, Streams, call_streams, row_words, seeded_streams
 from .torch_backend.rows import workspace
-from .verify import chain_verify
+from .verify import verify_call
 
 PLACEHOLDER_TOKEN_ID = PLACEHOLDER_DRAFT
 """vLLM's id for a draft slot with no token (the checks' ``PLACEHOLDER_DRAFT``)."""
@@ -88,9 +85,10 @@ def request_streams(
     generators: dict[int, torch.Generator],
     counts: list[int],
     seed: int,
+    round: int,
     device: torch.device,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-request (Philox key, request word) for a vLLM batch with seeded requests.
+) -> Streams:
+    """Per-request streams for a vLLM batch with seeded requests.
 
     Unseeded request r: key ``seed`` and word r (the stream of a call without generators).
     Seeded request r with drafts: key :func:`generator_key` of its generator and word 0, so its
@@ -106,7 +104,7 @@ def request_streams(
         rows = torch.tensor(seeded, dtype=torch.int64, device=device)
         keys[rows] = torch.cat([generator_key(generators[r]).to(device) for r in seeded])
         words[rows] = OWN_STREAM_WORD  # FlashInfer's per-row tensors use it too
-    return keys, words
+    return seeded_streams(keys, round, words, device)
 
 
 def chain_speculative_sampling(
@@ -161,13 +159,12 @@ def chain_speculative_sampling(
             ("maybe_output_emitted_draft_token_num", maybe_output_emitted_draft_token_num),
         ):
             check_counter(name, counter, draft_token_ids.shape[0], draft_token_ids.device)
-    result = chain_verify(
-        target_probs, draft_probs, draft_token_ids, seed=seed, offset=offset, validate=validate
-    )
+    batch, device = chain_batch(target_probs)
+    streams = call_streams(batch, device, seed=seed, round=0, offset=offset)
+    call = chain_call(target_probs, draft_probs, draft_token_ids, streams)
+    result = verify_call(call, validate=validate)
     emitted = result.num_accepted
-    accepted = _independent_acceptances(
-        target_probs, draft_probs, draft_token_ids, seed=seed, offset=offset
-    )
+    accepted = _independent_acceptances(call)
     if maybe_output_accepted_token_num is not None:
         maybe_output_accepted_token_num.add_(accepted.to(maybe_output_accepted_token_num.dtype))
         accepted_out = maybe_output_accepted_token_num
@@ -197,35 +194,36 @@ def check_counter(
         )
 
 
-def _independent_acceptances(
-    target: torch.Tensor,
-    draft: torch.Tensor,
-    tokens: torch.Tensor,
-    *,
-    seed: int | torch.Tensor,
-    offset: int | torch.Tensor,
-) -> torch.Tensor:
-    """Per request, how many positions pass u_k * q_k(x_k) < p_k(x_k) (scalar gathers only)."""
+def _independent_acceptances(call: ChainCall) -> torch.Tensor:
+    """Per request, how many positions pass u_k * q_k(x_k) < p_k(x_k) (scalar gathers only),
+    u_k the acceptance uniform the verification drew on the call's streams."""
     from .philox import ACCEPT, address_uniforms
 
+    target, draft, tokens, streams = call.target, call.draft, call.draft_tokens, call.streams
     batch, n = tokens.shape
     if n == 0:
         return torch.zeros(batch, dtype=torch.int64, device=target.device)
     inside = (tokens >= 0) & (tokens < target.shape[-1])  # outside: never read nor accepted
     index = torch.where(inside, tokens, 0).to(torch.int64)[..., None]
     p = target[:, :n].gather(2, index)[..., 0].to(torch.float64)
-    q = draft.gather(2, index)[..., 0].to(torch.float64)
+    q = torch.ones_like(p) if draft is None else draft.gather(2, index)[..., 0].to(torch.float64)
     positions = torch.arange(1, n + 1, device=target.device)[None, :]
-    requests = stream_request_words(seed, offset, batch, target.device)[:, None]
-    if isinstance(seed, torch.Tensor) or isinstance(offset, torch.Tensor):
-        keys, offsets = row_words(seed, offset, batch, target.device)
-        u = address_uniforms(keys[:, None], ACCEPT, positions, requests, 0, offsets[:, None])
-    elif target.is_cuda:  # the Triton kernel: one launch where the torch form takes dozens
+    requests = streams.words[:, None]
+    if streams.per_request:  # one key and offset per request: a column each
+        keys, offsets = torch.as_tensor(streams.keys), torch.as_tensor(streams.offsets)
+        u = address_uniforms(
+            keys[:, None], ACCEPT, positions, requests, streams.round, offsets[:, None]
+        )
+    elif resolve_backend("auto", target.device) == "triton":  # one launch, not dozens of ops
         from .kernels.philox import address_uniforms_triton
 
-        u = address_uniforms_triton(seed, ACCEPT, positions, requests, 0, offset).view(batch, n)
+        u = address_uniforms_triton(
+            int(streams.keys), ACCEPT, positions, requests, streams.round, int(streams.offsets)
+        ).view(batch, n)
     else:
-        u = address_uniforms(seed, ACCEPT, positions, requests, 0, offset)
+        u = address_uniforms(
+            streams.keys, ACCEPT, positions, requests, streams.round, streams.offsets
+        )
     return ((u.to(torch.float64) * q < p) & inside).sum(dim=1)
 
 
@@ -324,22 +322,20 @@ def rejection_sample(
     temperature = _greedy_as_zero_temperature(sampling_metadata, batch, device)
     generators = request_generators(sampling_metadata, batch)
     call_seed = _fresh_seed(None) if seed is None else as_integer("seed", seed, SEED_LIMIT)
-    keys: int | torch.Tensor = call_seed
-    words = None
     if generators and not getattr(sampling_metadata, "all_greedy", False):
-        keys, words = request_streams(generators, counts, call_seed, device)
-    result = chain_verify(
+        streams = request_streams(generators, counts, call_seed, round, device)
+    else:
+        streams = call_streams(batch, device, seed=call_seed, round=round)
+    call = chain_call(
         target,
         draft,
         tokens,
+        streams,
         num_draft_tokens=lengths,
         temperature=temperature,
-        seed=keys,
-        round=round,
-        request_ids=words,
-        validate=validate,
         placeholder_drafts=True,
     )
+    result = verify_call(call, validate=validate)
     out = result.tokens
     finished = result.num_accepted == lengths
     at_length = out.gather(1, lengths[:, None])

@@ -7,11 +7,12 @@ from typing import NamedTuple
 import torch
 
 from .backend import Backend, resolve_backend
-from .checks.arguments import request_arguments, row_words, stream_request_words
+from .checks.chain_call import ChainCall, chain_batch, chain_call
 from .checks.content import check_chain_inputs
-from .checks.contract import InvalidInputError, check_chain_shapes, duplicate_ids
+from .checks.contract import InvalidInputError, duplicate_ids
 from .checks.recorded import DeferredChecks
 from .checks.row_contents import check_rows_read
+from .checks.streams import call_streams
 
 
 class ChainResult(NamedTuple):
@@ -56,7 +57,7 @@ def chain_verify(
     read on the device, so no host synchronisation): request b then draws at key
     ``seed[b]`` (its 64 bits) and offset ``offset[b]`` (its 64 bits). When either tensor has
     length B > 1 and ``request_ids`` is None, every request draws at request word 0
-    (:data:`~specproof.optimized.checks.arguments.OWN_STREAM_WORD`), so its tokens depend on
+    (:data:`~specproof.optimized.checks.streams.OWN_STREAM_WORD`), so its tokens depend on
     its own seed and offset, not on its row: alone, in any order or subset of the batch, it
     draws the same; the reference replays it with ``PhiloxSource(seed[b], offset[b])`` at
     request word 0. Integers and length-1 tensors keep request word b (a length-1 tensor gives
@@ -76,134 +77,78 @@ def chain_verify(
     partial sums round, a token can differ only when a uniform lies within rounding (about
     1e-6 relative) of its exact threshold: the margin rule of the test suite (1e-4) covers it.
     """
-    if not isinstance(target, torch.Tensor):
-        raise InvalidInputError(f"target must be a torch.Tensor, got {type(target).__name__}")
-    if target.dim() != 3:
-        raise InvalidInputError(f"target must be [B, n + 1, V], got shape {tuple(target.shape)}")
-    batch, positions, _ = target.shape
-    device = target.device
-    streams = isinstance(seed, torch.Tensor) or isinstance(offset, torch.Tensor)
-    words = request_ids
-    if words is None and streams:  # per-row tensors: word 0, whatever the row
-        words = stream_request_words(seed, offset, batch, device)
-    shared_seed, round, shared_offset, lengths, requests, temperatures = request_arguments(
-        batch,
-        device,
-        seed=0 if streams else seed,
-        round=round,
-        offset=0 if streams else offset,
-        request_ids=words,
-        temperature=temperature,
-        num_draft_tokens=num_draft_tokens,
-        max_draft_tokens=positions - 1,
+    batch, device = chain_batch(target)
+    streams = call_streams(
+        batch, device, seed=seed, round=round, offset=offset, request_ids=request_ids
     )
-    keys: int | torch.Tensor = shared_seed
-    offsets: int | torch.Tensor = shared_offset
-    if streams:
-        keys, offsets = row_words(seed, offset, batch, device)
-    given = (num_draft_tokens is not None, request_ids is not None, temperature is not None)
-    distinct_ids = given[1] and not streams  # ids keep streams apart only under one key
-    check_chain_shapes(target, draft, draft_tokens, lengths, requests, temperatures)
-    chosen = resolve_backend(backend, device)
-    if chosen == "triton":
+    call = chain_call(
+        target,
+        draft,
+        draft_tokens,
+        streams,
+        num_draft_tokens=num_draft_tokens,
+        temperature=temperature,
+        target_is_logits=target_is_logits,
+        draft_is_logits=draft_is_logits,
+        placeholder_drafts=placeholder_drafts,
+    )
+    return verify_call(call, backend=backend, validate=validate)
+
+
+def verify_call(
+    call: ChainCall, *, backend: Backend = "auto", validate: bool = True
+) -> ChainResult:
+    """Run a checked call on the chosen backend (:func:`chain_verify` after its argument
+    checks; the drop-ins of :mod:`specproof.optimized.compat` come here with streams they
+    made)."""
+    if resolve_backend(backend, call.target.device) == "triton":
         from .kernels.chain_verify import chain_verify_triton
 
-        tokens, accepted, flags = chain_verify_triton(
-            target,
-            draft,
-            draft_tokens,
-            lengths.contiguous(),
-            requests.contiguous(),
-            temperatures.contiguous(),
-            target_logits=target_is_logits,
-            draft_logits=draft_is_logits,
-            seed=keys,
-            round=round,
-            offset=offsets,
-            validate=validate,
-            placeholder_drafts=placeholder_drafts,
-        )
+        tokens, accepted, flags = chain_verify_triton(call, validate=validate)
         if flags is not None:
             # The kernel checked what it read; duplicate ids span requests. One host sync.
-            duplicates = duplicate_ids(requests) if distinct_ids else flags.new_zeros(())
+            distinct = call.streams.distinct_words
+            duplicates = duplicate_ids(call.requests) if distinct else flags.new_zeros(())
             if bool(torch.cat([flags.bool(), duplicates.view(1)]).any()):
-                explain_refusal(
-                    target,
-                    draft,
-                    draft_tokens,
-                    lengths,
-                    requests,
-                    temperatures,
-                    accepted,
-                    flags,
-                    target_logits=target_is_logits,
-                    draft_logits=draft_is_logits,
-                    placeholder_drafts=placeholder_drafts,
-                    distinct_ids=distinct_ids,
-                )
+                explain_refusal(call, accepted, flags)
         return ChainResult(tokens, accepted)
     if validate:
-        check_chain_inputs(
-            target,
-            draft,
-            draft_tokens,
-            lengths,
-            requests,
-            temperatures,
-            target_logits=target_is_logits,
-            draft_logits=draft_is_logits,
-            given=given,
-            placeholder_drafts=placeholder_drafts,
-            distinct_ids=distinct_ids,
-        )
+        check_call_inputs(call)
     from .torch_backend.chain_verify import chain_verify_torch
 
     # The content checks ride on values the torch pass computes: one host sync, at the end.
     checks = DeferredChecks() if validate else None
-    tokens, accepted = chain_verify_torch(
-        target,
-        draft,
-        draft_tokens,
-        lengths.contiguous(),
-        requests.contiguous(),
-        temperatures.contiguous(),
-        target_logits=target_is_logits,
-        draft_logits=draft_is_logits,
-        seed=keys,
-        round=round,
-        offset=offsets,
-        checks=checks,
-    )
+    tokens, accepted = chain_verify_torch(call, checks=checks)
     if checks is not None:
         checks.raise_if_any()
     return ChainResult(tokens, accepted)
 
 
-def explain_refusal(
-    target: torch.Tensor,
-    draft: torch.Tensor | None,
-    draft_tokens: torch.Tensor,
-    lengths: torch.Tensor,
-    requests: torch.Tensor,
-    temperatures: torch.Tensor,
-    accepted: torch.Tensor,
-    flags: torch.Tensor,
-    *,
-    target_logits: bool,
-    draft_logits: bool,
-    placeholder_drafts: bool = False,
-    distinct_ids: bool = True,
-) -> None:
+def check_call_inputs(call: ChainCall) -> None:
+    """Every precondition of the call but the row contents
+    (:func:`~specproof.optimized.checks.content.check_chain_inputs`)."""
+    check_chain_inputs(
+        call.target,
+        call.draft,
+        call.draft_tokens,
+        call.lengths,
+        call.requests,
+        call.temperatures,
+        target_logits=call.target_logits,
+        draft_logits=call.draft_logits,
+        given=call.given,
+        placeholder_drafts=call.placeholder_drafts,
+        distinct_ids=call.streams.distinct_words,
+    )
+
+
+def explain_refusal(call: ChainCall, accepted: torch.Tensor, flags: torch.Tensor) -> None:
     """The kernel flagged a contract violation: run the detailed checks, which raise with the
     argument and the place; raise a general error if they find nothing."""
-    check_chain_inputs(
-        target, draft, draft_tokens, lengths, requests, temperatures,
-        target_logits=target_logits, draft_logits=draft_logits,
-        placeholder_drafts=placeholder_drafts, distinct_ids=distinct_ids,
-    )  # fmt: skip
+    check_call_inputs(call._replace(given=(True, True, True)))
     check_rows_read(
-        target, draft, draft_tokens, lengths, temperatures, accepted,
-        target_logits=target_logits, draft_logits=draft_logits,
+        call.target, call.draft, call.draft_tokens, call.lengths, call.temperatures, accepted,
+        target_logits=call.target_logits, draft_logits=call.draft_logits,
     )  # fmt: skip
     flagged = flags.nonzero()[:, 0].tolist()[:8]
     raise InvalidInputError(

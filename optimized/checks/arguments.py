@@ -6,7 +6,7 @@
 numpy integers are accepted; bools, floats and tensors are refused with
 :class:`InvalidInputError` naming the argument, except where an entry point takes per-request
 streams (chain verification): there ``seed`` and ``offset`` may also be int64 or uint64
-tensors of length 1 or B (:func:`row_words`).
+tensors of length 1 or B (:mod:`.streams`).
 Per-request values (temperature, request ids, draft lengths) may be a scalar, a sequence or a
 0-d / [B] tensor on the call's device; they become contiguous [B] tensors (O(B) work).
 """
@@ -47,59 +47,6 @@ def check_seed_words(seed: object, round: object, offset: object) -> tuple[int, 
         as_integer("round", round, WORD_LIMIT),
         as_integer("offset", offset, SEED_LIMIT),
     )
-
-
-def row_words(
-    seed: object, offset: object, batch: int, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-request Philox words from ``seed`` and ``offset``, each an integer (the same for
-    every request) or an int64 / uint64 tensor of length 1 or B on ``device``; returned as [B]
-    int64 tensors. Both keep their 64 bits (an int64 s < 0 is s + 2^64, as FlashInfer reads
-    its uint64 seeds and offsets; a uint64 one is read as the same bits); the values are not
-    read here (no host synchronisation), and every value is valid."""
-    words = []
-    for name, value, limit in (("seed", seed, SEED_LIMIT), ("offset", offset, SEED_LIMIT)):
-        if not isinstance(value, torch.Tensor):
-            number = as_integer(name, value, limit)
-            if number >= 1 << 63:  # the same 64 bits as a signed int64
-                number -= 1 << 64
-            words.append(torch.full((batch,), number, dtype=torch.int64, device=device))
-            continue
-        if value.dtype not in (torch.int64, torch.uint64):
-            fail(f"{name} must be an int64 or uint64 tensor, got {value.dtype}")
-        if value.dim() != 1 or value.shape[0] not in (1, batch):
-            fail(f"{name} must have shape (1,) or ({batch},), got {tuple(value.shape)}")
-        if value.device != device:
-            fail(f"{name} is on {value.device}, the other tensors on {device}")
-        words.append(value.view(torch.int64).expand(batch))
-    return words[0], words[1]
-
-
-OWN_STREAM_WORD = 0
-"""The request counter word of a request that draws on a stream of its own (a key, or a key and
-offset, of its own): its uniforms then depend on that stream only, not on its row, so it draws
-the same alone, in any batch and at any row."""
-
-
-def own_streams(seed: object, offset: object, batch: int) -> bool:
-    """True when ``seed`` or ``offset`` is a tensor with one entry per request (length B > 1,
-    FlashInfer's per-row convention): every request then draws at :data:`OWN_STREAM_WORD`.
-    Integers and length-1 tensors keep the row's position as its word (a call-wide stream)."""
-    return batch > 1 and any(
-        isinstance(value, torch.Tensor) and value.dim() == 1 and value.shape[0] == batch
-        for value in (seed, offset)
-    )
-
-
-def stream_request_words(
-    seed: object, offset: object, batch: int, device: torch.device
-) -> torch.Tensor:
-    """The request words of a call given no request ids, as a [B] int64 tensor: all
-    :data:`OWN_STREAM_WORD` under :func:`own_streams`, else the row positions 0..B-1. (For
-    B = 1 the two agree: a request alone draws at word 0 either way.)"""
-    if own_streams(seed, offset, batch):
-        return torch.full((batch,), OWN_STREAM_WORD, dtype=torch.int64, device=device)
-    return torch.arange(batch, dtype=torch.int64, device=device)
 
 
 def per_request(
@@ -178,16 +125,37 @@ def request_arguments(
     ``validate=False`` (no device work). Tensor contents (ranges, distinct ids) are checked by
     the entry points (:mod:`specproof.optimized.checks.content`)."""
     seed, round, offset = check_seed_words(seed, round, offset)
+    lengths, temperatures = request_values(
+        batch,
+        device,
+        temperature=temperature,
+        num_draft_tokens=num_draft_tokens,
+        max_draft_tokens=max_draft_tokens,
+    )
+    requests = per_request("request_ids", request_ids, batch, device, integral=True)
+    if requests is None:
+        requests = torch.arange(batch, dtype=torch.int64, device=device)
+    return RequestArguments(seed, round, offset, lengths, requests, temperatures)
+
+
+def request_values(
+    batch: int,
+    device: torch.device,
+    *,
+    temperature: object,
+    num_draft_tokens: object = None,
+    max_draft_tokens: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """([B] int64 draft lengths, [B] float32 temperatures): ``num_draft_tokens`` (None: every
+    request drafts ``max_draft_tokens``) and ``temperature`` (None: 1), types and shapes
+    checked; a scalar temperature must be finite and >= 0."""
     scalar = isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
     if scalar and not (math.isfinite(temperature) and temperature >= 0):  # type: ignore[arg-type,operator]
         fail(f"temperature must be finite and >= 0, got {temperature}")
     temperatures = per_request("temperature", temperature, batch, device, integral=False)
     if temperatures is None:
         temperatures = torch.ones(batch, dtype=torch.float32, device=device)
-    requests = per_request("request_ids", request_ids, batch, device, integral=True)
     lengths = per_request("num_draft_tokens", num_draft_tokens, batch, device, integral=True)
     if lengths is None:
         lengths = torch.full((batch,), max_draft_tokens, dtype=torch.int64, device=device)
-    if requests is None:
-        requests = torch.arange(batch, dtype=torch.int64, device=device)
-    return RequestArguments(seed, round, offset, lengths, requests, temperatures)
+    return lengths, temperatures

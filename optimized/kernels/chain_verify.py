@@ -14,6 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ..checks.chain_call import ChainCall
 from ..checks.contract import sum_tolerance
 from .philox import ACCEPT, BONUS, RESIDUAL, address_uniform
 from .rows import load_prob, residual_search, residual_total, row_argmax, row_lse
@@ -258,20 +259,9 @@ def launch_config(V: int, device: torch.device) -> tuple[int, int]:
 
 
 def chain_verify_triton(
-    target: torch.Tensor,
-    draft: torch.Tensor | None,
-    draft_tokens: torch.Tensor,
-    lengths: torch.Tensor,
-    requests: torch.Tensor,
-    temperature: torch.Tensor,
+    call: ChainCall,
     *,
-    target_logits: bool,
-    draft_logits: bool,
-    seed: int | torch.Tensor,
-    round: int,
-    offset: int | torch.Tensor,
     validate: bool = False,
-    placeholder_drafts: bool = False,
     block: int | None = None,
     num_warps: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -282,14 +272,15 @@ def chain_verify_triton(
     :mod:`specproof.optimized.checks.row_contents`) and returns one int8 flag per request, 1
     where a check failed; a flagged request reads nothing at its drafted tokens and its tokens
     are meaningless. A draft id outside 0..V-1 is never read and never accepted (a rejection at
-    its position), validated or not; ``placeholder_drafts`` keeps -1 from being flagged.
-    ``seed`` and ``offset`` are call-wide integers, or [B] int64 tensors (one key and one offset
-    per request, read by the kernel; any strides).
+    its position), validated or not; ``call.placeholder_drafts`` keeps -1 from being flagged.
+    The streams' keys and offsets are call-wide integers, or [B] int64 tensors (one key and one
+    offset per request, read by the kernel; any strides).
     ``block`` (vocabulary tile) and ``num_warps`` override the defaults, for tuning runs.
 
     Returns (tokens [B, n + 1] int64 with -1 after the last emitted token, accepted [B] int64,
     flags [B] int8 or None).
     """
+    target, draft, lengths, streams = call.target, call.draft, call.lengths, call.streams
     batch, positions, vocab = target.shape
     device = target.device
     out = torch.full((batch, positions), -1, dtype=torch.int64, device=device)
@@ -298,29 +289,27 @@ def chain_verify_triton(
     if batch == 0:
         return out, accepted, flags
     target = target if target.stride(-1) == 1 else target.contiguous()
-    q_mode = 2 if draft is None else (1 if draft_logits else 0)
+    q_mode = 2 if draft is None else (1 if call.draft_logits else 0)
     draft_arg = (
         target if draft is None else (draft if draft.stride(-1) == 1 else draft.contiguous())
     )
-    tokens = draft_tokens
+    tokens = call.draft_tokens
     if tokens.shape[1] == 0:
         tokens = torch.zeros((batch, 1), dtype=torch.int64, device=device)
     tile, warps = launch_config(vocab, device)
-    row_streams = isinstance(seed, torch.Tensor) or isinstance(offset, torch.Tensor)
-    if row_streams:
-        seeds = torch.as_tensor(seed, dtype=torch.int64, device=device).expand(batch)
-        offsets = torch.as_tensor(offset, dtype=torch.int64, device=device).expand(batch)
+    if streams.per_request:  # [B] int64 tensors, read by the kernel
+        seeds, offsets = torch.as_tensor(streams.keys), torch.as_tensor(streams.offsets)
         seed_word, offset_word = 0, 0
     else:
         seeds = offsets = lengths  # unread
-        seed_word, offset_word = int(seed), int(offset)
+        seed_word, offset_word = int(streams.keys), int(streams.offsets)
     _chain_verify_kernel[(batch,)](
         target,
         draft_arg,
         tokens,
         lengths,
-        requests,
-        temperature,
+        streams.words,
+        call.temperatures,
         out,
         accepted,
         flags if flags is not None else accepted,
@@ -334,7 +323,7 @@ def chain_verify_triton(
         tokens.stride(1),
         out.stride(0),
         seed_word,
-        round,
+        streams.round,
         offset_word,
         seeds,
         offsets,
@@ -342,13 +331,13 @@ def chain_verify_triton(
         offsets.stride(0),
         sum_tolerance(target.dtype),
         sum_tolerance(draft_arg.dtype),
-        TARGET_LOGITS=target_logits,
+        TARGET_LOGITS=call.target_logits,
         Q_MODE=q_mode,
         BLOCK=block or tile,
         VALIDATE=validate,
-        PROBABILITIES_ONLY=not (target_logits or draft_logits),
-        PLACEHOLDER_OK=placeholder_drafts,
-        ROW_STREAMS=row_streams,
+        PROBABILITIES_ONLY=not (call.target_logits or call.draft_logits),
+        PLACEHOLDER_OK=call.placeholder_drafts,
+        ROW_STREAMS=streams.per_request,
         num_warps=num_warps or warps,
     )
     return out, accepted, flags

@@ -24,6 +24,7 @@ from functools import partial
 import torch
 from specproof.reference.philox import UNIFORM_BITS
 
+from ..checks.chain_call import ChainCall
 from ..checks.recorded import DeferredChecks
 from ..checks.row_contents import (
     check_full_rows,
@@ -31,6 +32,7 @@ from ..checks.row_contents import (
     check_maxima,
     check_softmax_values,
 )
+from ..checks.streams import Streams
 from ..philox import ACCEPT, BONUS, RESIDUAL, int64_bits, philox4x32, position_words
 from .rows import gather_rows, gather_rows_with_stats, sample_tiled, softmax_rows_, workspace
 
@@ -131,28 +133,23 @@ def draw_residual(
     return token
 
 
-def round_uniforms(
-    seed: int | torch.Tensor,
-    n: int,
-    requests: torch.Tensor,
-    round: int,
-    offset: int | torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def round_uniforms(streams: Streams, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Every uniform a request can use in the round, from one Philox call: acceptance and
     residual at positions 1..n ([B, n] each), bonus at 1..n + 1 ([B, n + 1]). The addresses and
     the float32 conversion are those of :func:`~specproof.optimized.philox.address_uniforms`
-    (one call instead of one per phase and position: each is ~100 small tensor ops).
-    ``seed`` and ``offset`` are call-wide integers or [B] int64 tensors (one per request);
-    ``offset`` is 64-bit (counter words 2 and 3 hold round * 2^32 + offset)."""
+    (one call instead of one per phase and position: each is ~100 small tensor ops)."""
+    requests = streams.words
     index = torch.arange(1, n + 2, device=requests.device)
     slots = torch.cat([index[:n] * 4 + ACCEPT, index[:n] * 4 + RESIDUAL, index * 4 + BONUS])
-    round_t = torch.tensor(round, dtype=torch.int64, device=requests.device)
-    if isinstance(seed, torch.Tensor):
-        seed = seed[:, None]
-    if isinstance(offset, torch.Tensor):
-        offset_t = offset[:, None]
+    round_t = torch.tensor(streams.round, dtype=torch.int64, device=requests.device)
+    seed: int | torch.Tensor = streams.keys
+    if streams.per_request:  # one key and offset per request: a column each
+        seed = torch.as_tensor(streams.keys)[:, None]
+        offset_t = torch.as_tensor(streams.offsets)[:, None]
     else:
-        offset_t = torch.tensor(int64_bits(offset), dtype=torch.int64, device=requests.device)
+        offset_t = torch.tensor(
+            int64_bits(streams.offsets), dtype=torch.int64, device=requests.device
+        )
     high, low = position_words(round_t, offset_t)
     word = philox4x32(seed, slots[None, :], requests[:, None], high, low)[0]
     u = (word >> (32 - UNIFORM_BITS)).to(torch.float32) * (2.0**-UNIFORM_BITS)
@@ -196,22 +193,13 @@ def select_rows(rows: torch.Tensor, index: torch.Tensor, into: str) -> torch.Ten
 
 
 def chain_verify_torch(
-    target: torch.Tensor,
-    draft: torch.Tensor | None,
-    draft_tokens: torch.Tensor,
-    lengths: torch.Tensor,
-    requests: torch.Tensor,
-    temperature: torch.Tensor,
-    *,
-    target_logits: bool,
-    draft_logits: bool,
-    seed: int | torch.Tensor,
-    round: int,
-    offset: int | torch.Tensor,
-    checks: DeferredChecks | None = None,
+    call: ChainCall, *, checks: DeferredChecks | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Same contract as :func:`~specproof.optimized.kernels.chain_verify.chain_verify_triton`;
     violations of the content contract are recorded in ``checks`` when given."""
+    target, draft, draft_tokens = call.target, call.draft, call.draft_tokens
+    target_logits, draft_logits = call.target_logits, call.draft_logits
+    lengths, requests, temperature = call.lengths, call.requests, call.temperatures
     batch, positions, _ = target.shape
     n = positions - 1
     device = target.device
@@ -251,7 +239,7 @@ def chain_verify_torch(
                 dtype=draft.dtype,
                 sampled=read & sampled[:, None],
             )
-    u_accept, u_residual, u_bonus = round_uniforms(seed, n, requests, round, offset)
+    u_accept, u_residual, u_bonus = round_uniforms(call.streams, n)
     final = torch.full((batch,), -1, dtype=torch.int64, device=device)
     rejected = torch.zeros(batch, dtype=torch.bool, device=device)
 

@@ -22,7 +22,8 @@ problems, exact laws in float64), ``drafting``, ``structure`` (exact layout chec
 (request filters that bind, in a declared order), ``adversarial``, ``cases`` (the battery),
 ``report``; the rows built on them
 (``nonfinite``: robustness on NaN and inf rows; ``calls``, ``drafters``, ``run``, ``hunt``);
-``examples`` and ``bugclasses`` (subjects); the commands (``cli``, ``bench``, ``calibrate``).
+``flagged`` (the one verifier with bug flags), ``examples`` and ``bugclasses`` (the
+catalogue of known bugs) (subjects); the commands (``cli``, ``bench``, ``calibrate``).
 ``specproof.stats`` never imports this package.
 """
 

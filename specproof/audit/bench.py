@@ -3,7 +3,7 @@ written to BENCHMARKS.md (section "Audit harness") and benchmarks/audit_harness.
 
 One measurement is one audit case end to end: drafting, the verifier call, the exact layout
 checks, completion from the target, counting outcomes and the goodness-of-fit rows. The
-verifiers: the catalogue's correct vectorised torch verifier (``mutants.rejection_sample``) and
+verifiers: the flagged verifier with no flag on (``mutants.rejection_sample``, vectorised torch) and
 ``specproof.optimized.compat:rejection_sample`` (validation on, its default), beside a verifier
 that only returns the bonus token (the harness's own cost). Then the hunt's rate with calls of
 2^18 requests (its size before calls were capped) and of the default cap, 1024, side by side:

@@ -1,12 +1,15 @@
-"""Public bug classes of speculative-decoding verifiers and drafters, each as a small model of its
-mechanism (not the engine's code), the audit row that catches it and the test that shows it.
+"""The one catalogue of known bugs of speculative-decoding verifiers and drafters: the public bug
+classes (each reported in an engine's tracker or a deployment's report) and the mutants (plausible
+bugs for mutation testing, ``nox -s mutants``), as one record type, :class:`Bug`. Each bug but
+the engine one is one flag of the one flagged verifier (:mod:`specproof.audit.flagged`), a small
+model of its mechanism (not the engine's code), with the case and row of the audit that catch it.
 
-``python -m specproof.audit.bugclasses --markdown`` prints docs/audit.md's table. Each model is
-importable (``specproof.audit.bugclasses:MODEL``) and killed by the default command
-``specproof audit specproof.audit.bugclasses:MODEL --signature SIGNATURE`` (drafters:
+``python -m specproof.audit.bugclasses --markdown`` prints docs/audit.md's table of public classes.
+Each public model is importable (``specproof.audit.bugclasses:MODEL``) and killed by the default
+command ``specproof audit specproof.audit.bugclasses:MODEL --signature SIGNATURE`` (drafters:
 ``specproof audit specproof.audit.examples:rejection_sample --signature vllm --drafter
 specproof.audit.bugclasses:MODEL``); ``tests/audit/test_bug_classes.py`` runs the catching
-case of each at the command's defaults.
+case of each bug at the command's defaults, and the flag-free verifier on the same cases.
 """
 
 from __future__ import annotations
@@ -14,303 +17,570 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-import torch
+from typing import Any, Literal
 
 from specproof.reference.filters import FilterOrder
 
-from . import examples
+from . import examples, flagged
 from .engine import sequence_examples
+from .flagged import CORRECT, BugFlags
+from .hunt import rounds_to_find
 from .signatures import Signature, signature_named
+
+HUNT_ROUNDS = 1 << 20
+"""The rounds a hunt trigger runs (a bug firing at rate 2^-16 shows with probability
+1 - e^-16), unless its rate asks for more."""
+RARE_MISS = 1e-6
+"""The chance a rare bug's hunt may miss it."""
 
 
 @dataclass(frozen=True)
-class BugClass:
-    name: str
-    record: str
-    """Repository and issue or pull-request number from the public record."""
-    trigger: str
-    model: str
-    """Attribute of this module: the model of the mechanism."""
+class Trigger:
+    """Where the audit catches a bug: the case, the row (check) that fails there, and the
+    settings the command needs (signature, the engine's filter order, the hunt's rounds)."""
+
     signature: Signature
     case: str
     check: str
-    drafter: bool = False
     filter_order: FilterOrder | None = None
-    """The engine's filter order, when the command must name it (``--filter-order``)."""
-    engine: bool = False
-    """A whole-engine class: the model is an Engine factory for ``specproof audit-engine``."""
+    rate: float | None = None
+    """A rare bug's exact per-round rate of an impossible output on its hunt case."""
+
+    @property
+    def hunt_rounds(self) -> int:
+        """The hunt's rounds: enough to show a bug of ``rate`` with probability 1 - 1e-6."""
+        if self.rate is None:
+            return HUNT_ROUNDS
+        return rounds_to_find(self.rate, 1 - RARE_MISS)
 
 
-def _vllm_model(bug: str) -> Callable[..., torch.Tensor]:
-    def rejection_sample(*args: Any) -> torch.Tensor:
-        tokens, lengths, longest, _cu, draft, target, bonus, metadata = args
-        return examples._vllm(
-            tokens, lengths, longest, draft, target, bonus, metadata, biased=False, bug=bug
-        )
+@dataclass(frozen=True)
+class PublicClass:
+    """A bug's row in the README's table of public bug classes."""
 
-    rejection_sample.__name__ = bug.replace("-", "_")
-    return rejection_sample
-
-
-def _vllm_logits_model(bug: str) -> Callable[..., torch.Tensor]:
-    def rejection_sample(*args: Any) -> torch.Tensor:
-        tokens, lengths, longest, _cu, draft, logits, bonus, metadata = args
-        target = examples.process_target_logits(logits, lengths, metadata, bug=bug)
-        return examples._vllm(
-            tokens, lengths, longest, draft, target, bonus, metadata, biased=False, bug=bug
-        )
-
-    rejection_sample.__name__ = bug.replace("-", "_")
-    return rejection_sample
+    title: str
+    trigger: str
+    """The trigger as modelled, in words."""
+    model: str
+    """Attribute of this module: the model of the mechanism."""
 
 
-def _flashinfer_model(bug: str) -> Callable[..., tuple[torch.Tensor, ...]]:
-    def chain_speculative_sampling(
-        draft_probs: torch.Tensor,
-        draft_token_ids: torch.Tensor,
-        target_probs: torch.Tensor,
-        accepted: torch.Tensor | None = None,
-        emitted: torch.Tensor | None = None,
-        deterministic: bool = True,
-        generator: torch.Generator | None = None,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return examples._flashinfer(
-            draft_probs, draft_token_ids, target_probs, accepted, emitted, generator, False, bug
-        )
+@dataclass(frozen=True)
+class Bug:
+    name: str
+    """The flag's name with dashes (``BugFlags.of(name)``), or the engine model's name."""
+    breaks: str
+    """What it breaks, in one line."""
+    caught: Trigger | None
+    """The case and row that must catch it; None for a mutant equivalent in law (exact TV 0 on
+    every case: no row may catch it)."""
+    seen: str = ""
+    """Where it was seen publicly (repository and issue or pull-request number); "" for none
+    confirmed."""
+    public: PublicClass | None = None
+    """Its row of the public bug-class table; None for a mutant only."""
+    mutant: bool = False
+    """A row of the mutation table (``make_verifier(name)``, vLLM's signature)."""
+    subject: Literal["verifier", "drafter", "engine"] = "verifier"
+    """What the flag is on: the verifier, the drafter behind the correct verifier, or (the
+    whole-engine class) an Engine factory for ``specproof audit-engine``."""
+    flags: BugFlags | None = None
+    """The flags that produce it, where they are not the one named ``name``."""
+    signatures: tuple[Signature, ...] = ("vllm", "vllm-logits", "flashinfer", "hf")
+    """The signatures whose flagged verifier carries it (a drafter bug: any)."""
 
-    chain_speculative_sampling.__name__ = bug.replace("-", "_")
-    return chain_speculative_sampling
+    @property
+    def switched(self) -> BugFlags:
+        """The flags that produce it (none for the engine class)."""
+        if self.subject == "engine":
+            return CORRECT
+        return self.flags or BugFlags.of(self.name)
 
 
-def bf16_draft(logits: torch.Tensor, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Draws from softmax(bf16 logits / T) computed in bf16 while reporting the float32
-    softmax(logits / T) as q (the DeepSpec issue 31 class)."""
-    drawn_from = torch.softmax(logits.to(torch.bfloat16) / temperature, -1)
-    reported = torch.softmax(logits.float() / temperature, -1)
-    return examples._draw(drawn_from.double(), None), reported
+VLLM_ONLY: tuple[Signature, ...] = ("vllm", "vllm-logits")
+"""Greedy rows, n-gram drafts, ragged rows and per-request streams exist in vLLM's signatures."""
+LOGITS: tuple[Signature, ...] = ("vllm-logits", "hf")
+"""Raw target logits with the request's filters."""
 
 
-mixed_generator_noise = _vllm_model("mixed-generator-noise")
-greedy_marker_minus_one = _vllm_model("greedy-marker-minus-one")
-identical_streams = _vllm_model("identical-streams")
-uniform_grid_le = _vllm_model("uniform-grid-le")
-relaxed_from_3_drafts = _vllm_model("relaxed-from-3-drafts")
-always_greedy = _vllm_model("always-greedy")
-params_at_bonus_only = _vllm_logits_model("params-at-bonus-only")
-top_p_all_or_nothing = _vllm_logits_model("top-p-all-or-nothing")
-min_p_skipped = _vllm_logits_model("min-p-skipped")
-sequential_filters = examples.rejection_sample_logits
-nan_target_emits_vocab_size = _vllm_model("nan-target-emits-vocab-size")
-nan_draft_recovers_rejected = _vllm_model("nan-draft-recovers-rejected")
-shared_coin = _flashinfer_model("shared-coin")
-position_zero_rows = _flashinfer_model("position-zero-rows")
-residual_from_p = examples.biased_chain_speculative_sampling
-bonus_from_last_draft_row = _flashinfer_model("bonus-from-last-draft-row")
-greedy_draft_softmax = examples.greedy_draft
-sequence_drift = sequence_examples.drift_mutant
+def _vllm(case: str, check: str) -> Trigger:
+    return Trigger("vllm", case, check)
 
-CLASSES: tuple[BugClass, ...] = (
-    BugClass(
-        "mixed seeded/unseeded batch",
+
+BUGS: tuple[Bug, ...] = (
+    # The public bug classes, in the README table's order.
+    Bug(
+        "mixed-generator-noise",
+        "unseeded rows of a batch with seeded ones draw their correction by argmax over NaN",
+        _vllm("requests", "support"),
         "vllm-project/vllm PR 10863 (Dec 2024)",
-        "a batch mixing requests with and without their own generator: the unseeded rows' "
-        "exponential noise is never filled in (modelled as zeros: residual / 0, argmax)",
-        "mixed_generator_noise",
-        "vllm",
-        "requests",
-        "support",
+        PublicClass(
+            "mixed seeded/unseeded batch",
+            "a batch mixing requests with and without their own generator: the unseeded rows' "
+            "exponential noise is never filled in (modelled as zeros: residual / 0, argmax)",
+            "mixed_generator_noise",
+        ),
+        signatures=VLLM_ONLY,
     ),
-    BugClass(
-        "request parameters only at the bonus position",
+    Bug(
+        "params-at-bonus-only",
+        "verified positions read softmax(raw logits), not the request's filtered law",
+        Trigger("vllm-logits", "requests", "support"),
         "vllm-project/vllm issue 9834 (fixed by PR 10198, Nov 2024)",
-        "raw target logits: temperature, top-k and top-p applied to the bonus token but not at "
-        "the verified positions",
-        "params_at_bonus_only",
-        "vllm-logits",
-        "requests",
-        "support",
+        PublicClass(
+            "request parameters only at the bonus position",
+            "raw target logits: temperature, top-k and top-p applied to the bonus token but not "
+            "at the verified positions",
+            "params_at_bonus_only",
+        ),
+        signatures=("vllm-logits",),
     ),
-    BugClass(
-        "top-p on some rows only",
+    Bug(
+        "top-p-all-or-nothing",
+        "top-p dropped for the whole batch unless every random request sets it",
+        Trigger("vllm-logits", "requests", "support"),
         "",
-        "top-p skipped unless every random request in the batch sets it",
-        "top_p_all_or_nothing",
-        "vllm-logits",
-        "requests",
-        "support",
+        PublicClass(
+            "top-p on some rows only",
+            "top-p skipped unless every random request in the batch sets it",
+            "top_p_all_or_nothing",
+        ),
+        signatures=("vllm-logits",),
     ),
-    BugClass(
-        "top-k and top-p combined in another order than the engine samples",
+    Bug(
+        "sequential-filters",
+        "top-k, renormalise, then top-p where the engine cuts both on the full law",
+        Trigger("vllm-logits", "filters-order", "round", filter_order="joint"),
         "sgl-project/sglang PR 36173 (closed unmerged; the review of PR 37667 finds it still "
         "present)",
-        "speculative verification applies top-k, renormalises, then top-p, while the engine's "
-        "regular sampler cuts both on the full law: where both bind, the verified law is not "
-        "the law sampled without speculation (audited with the engine's order, "
-        "--filter-order joint)",
-        "sequential_filters",
-        "vllm-logits",
-        "filters-order",
-        "round",
-        filter_order="joint",
+        PublicClass(
+            "top-k and top-p combined in another order than the engine samples",
+            "speculative verification applies top-k, renormalises, then top-p, while the "
+            "engine's regular sampler cuts both on the full law: where both bind, the verified "
+            "law is not the law sampled without speculation (audited with the engine's order, "
+            "--filter-order joint)",
+            "sequential_filters",
+        ),
+        flags=BugFlags(filter_order="vllm"),
+        signatures=LOGITS,
     ),
-    BugClass(
-        "min-p skipped at verified positions",
+    Bug(
+        "min-p-skipped",
+        "min-p never applied at the verified positions",
+        Trigger("vllm-logits", "filters-min-p", "support"),
         "vllm-project/vllm issue 42744 (min-p and logit bias; logit bias is not modelled here)",
-        "raw target logits: min-p applied by the sampler to the bonus token but never at the "
-        "verified positions",
-        "min_p_skipped",
-        "vllm-logits",
-        "filters-min-p",
-        "support",
+        PublicClass(
+            "min-p skipped at verified positions",
+            "raw target logits: min-p applied by the sampler to the bonus token but never at the "
+            "verified positions",
+            "min_p_skipped",
+        ),
+        signatures=LOGITS,
     ),
-    BugClass(
-        "old greedy marker",
+    Bug(
+        "greedy-marker-minus-one",
+        "greedy rows marked temperature 0 verified by rejection sampling",
+        _vllm("mixed", "round"),
         "vllm-project/vllm PR 27077 (Oct 2025; vllm-ascend PRs 5418, 5423 followed it)",
-        "greedy requests read as temperature == -1 while the engine marks them 0: greedy rows "
-        "verified by rejection sampling",
-        "greedy_marker_minus_one",
-        "vllm",
-        "mixed",
-        "round",
+        PublicClass(
+            "old greedy marker",
+            "greedy requests read as temperature == -1 while the engine marks them 0: greedy "
+            "rows verified by rejection sampling",
+            "greedy_marker_minus_one",
+        ),
+        signatures=VLLM_ONLY,
     ),
-    BugClass(
-        "identical streams on serial calls",
+    Bug(
+        "identical-streams",
+        "every call restarts the same random stream",
+        _vllm("calls", "unseeded"),
         "warpfront/hipfire PR 627 (Aug 2026)",
-        "every call restarts the same random stream: unseeded repeated requests return "
-        "identical samples",
-        "identical_streams",
-        "vllm",
-        "calls",
-        "unseeded",
+        PublicClass(
+            "identical streams on serial calls",
+            "every call restarts the same random stream: unseeded repeated requests return "
+            "identical samples",
+            "identical_streams",
+        ),
+        signatures=VLLM_ONLY,
     ),
-    BugClass(
-        "uniform exactly 0 with <=",
+    Bug(
+        "uniform-grid-le",
+        "a 2^-16-grid uniform compared with <=: an exact 0 accepts a draft with p = 0",
+        _vllm("zero-target-draft", "hunt"),
         "vllm-project/vllm PR 23803 (float32 uniform, rate 2^-24)",
-        "u * q <= p with a uniform that can be exactly 0 accepts a draft of target "
-        "probability 0 (modelled on a 2^-16 grid so the test is fast; the float32 mutant is "
-        "specproof.audit.mutants.verifier:mutant_uniform_float32_le)",
-        "uniform_grid_le",
-        "vllm",
-        "zero-target-draft",
-        "hunt",
+        PublicClass(
+            "uniform exactly 0 with <=",
+            "u * q <= p with a uniform that can be exactly 0 accepts a draft of target "
+            "probability 0 (modelled on a 2^-16 grid so the test is fast; the float32 mutant is "
+            "specproof.audit.mutants.verifier:mutant_uniform_float32_le)",
+            "uniform_grid_le",
+        ),
     ),
-    BugClass(
-        "a rule switched on from 3 drafts",
+    Bug(
+        "relaxed-from-3-drafts",
+        "acceptance min(1, 2p/q) for requests with 3 or more drafts",
+        _vllm("long", "round"),
         "",
-        "a looser acceptance (min(1, 2p/q)) for requests with 3 or more drafts",
-        "relaxed_from_3_drafts",
-        "vllm",
-        "long",
-        "round",
+        PublicClass(
+            "a rule switched on from 3 drafts",
+            "a looser acceptance (min(1, 2p/q)) for requests with 3 or more drafts",
+            "relaxed_from_3_drafts",
+        ),
     ),
-    BugClass(
-        "a reused coin",
+    Bug(
+        "shared-uniform",
+        "one uniform per request for every position",
+        Trigger("flashinfer", "small-vocab", "round"),
         "flashinfer-ai/flashinfer PR 424 (Aug 2024: 'use unique uniform samples')",
-        "one uniform per request for every position's acceptance test",
-        "shared_coin",
-        "flashinfer",
-        "small-vocab",
-        "round",
+        PublicClass(
+            "a reused coin",
+            "one uniform per request for every position's acceptance test",
+            "shared_coin",
+        ),
+        mutant=True,
     ),
-    BugClass(
-        "rows of position 0 at every position",
+    Bug(
+        "position-zero-rows",
+        "every position reads the target and draft rows of position 0",
+        Trigger("flashinfer", "small-vocab", "round"),
         "flashinfer-ai/flashinfer PR 425 (Aug 2024: a correctness fix of the speculative "
         "sampling kernels; that this was its mechanism is not confirmed here)",
-        "every position reads the target and draft rows of position 0",
-        "position_zero_rows",
-        "flashinfer",
-        "small-vocab",
-        "round",
+        PublicClass(
+            "rows of position 0 at every position",
+            "every position reads the target and draft rows of position 0",
+            "position_zero_rows",
+        ),
     ),
-    BugClass(
-        "residual drawn from p",
+    Bug(
+        "residual-from-p",
+        "correction token drawn from p instead of norm(max(p - q, 0))",
+        Trigger("flashinfer", "small-vocab", "round"),
         "SafeAILab/EAGLE PR 47 (Mar 2024: a non-greedy sampling bug; that this was its "
         "mechanism is not confirmed here)",
-        "the token after a rejection drawn from p instead of norm(max(p - q, 0))",
-        "residual_from_p",
-        "flashinfer",
-        "small-vocab",
-        "round",
+        PublicClass(
+            "residual drawn from p",
+            "the token after a rejection drawn from p instead of norm(max(p - q, 0))",
+            "residual_from_p",
+        ),
+        mutant=True,
     ),
-    BugClass(
-        "bonus from the wrong row",
+    Bug(
+        "bonus-wrong-row",
+        "bonus token drawn from the last draft's target row, not the next",
+        Trigger("flashinfer", "p-equals-q", "round"),
         "",
-        "after full acceptance the bonus token drawn from the last draft's target row",
-        "bonus_from_last_draft_row",
-        "flashinfer",
-        "p-equals-q",
-        "round",
+        PublicClass(
+            "bonus from the wrong row",
+            "after full acceptance the bonus token drawn from the last draft's target row",
+            "bonus_from_last_draft_row",
+        ),
+        mutant=True,
     ),
-    BugClass(
-        "always-greedy verification on some devices",
-        "sgl-project/sglang PRs 31214 (ROCm) and 32495 (NPU), 2026",
+    Bug(
+        "always-greedy",
         "every row verified by argmax whatever its temperature",
-        "always_greedy",
-        "vllm",
-        "small-vocab",
-        "round",
+        _vllm("small-vocab", "round"),
+        "sgl-project/sglang PRs 31214 (ROCm) and 32495 (NPU), 2026",
+        PublicClass(
+            "always-greedy verification on some devices",
+            "every row verified by argmax whatever its temperature",
+            "always_greedy",
+        ),
     ),
-    BugClass(
-        "all-NaN target row: id == vocab_size",
+    Bug(
+        "nan-target-emits-vocab-size",
+        "an all-NaN target row at a rejection emits id vocab_size",
+        _vllm("nonfinite", "target-all-nan"),
         "vllm-project/vllm issue 53029",
-        "an all-NaN target row at a rejected position: the search for the recovered token finds "
-        "no maximum and returns its initial index, vocab_size (robustness row, not a law row)",
-        "nan_target_emits_vocab_size",
-        "vllm",
-        "nonfinite",
-        "target-all-nan",
+        PublicClass(
+            "all-NaN target row: id == vocab_size",
+            "an all-NaN target row at a rejected position: the search for the recovered token "
+            "finds no maximum and returns its initial index, vocab_size (robustness row, not a "
+            "law row)",
+            "nan_target_emits_vocab_size",
+        ),
     ),
-    BugClass(
-        "all-NaN draft row: the rejected draft recovered",
+    Bug(
+        "nan-draft-recovers-rejected",
+        "an all-NaN draft row recovers the draft just rejected",
+        _vllm("nonfinite", "draft-all-nan"),
         "vllm-project/vllm PR 41834 (a review comment)",
-        "an all-NaN draft row: the token recovered after the rejection is the draft just "
-        "rejected (robustness row, not a law row)",
-        "nan_draft_recovers_rejected",
-        "vllm",
-        "nonfinite",
-        "draft-all-nan",
+        PublicClass(
+            "all-NaN draft row: the rejected draft recovered",
+            "an all-NaN draft row: the token recovered after the rejection is the draft just "
+            "rejected (robustness row, not a law row)",
+            "nan_draft_recovers_rejected",
+        ),
     ),
-    BugClass(
-        "drafts from bf16 logits, q in float32",
+    Bug(
+        "draft-bf16-logits",
+        "drafts drawn from bf16 logits while q is reported in float32",
+        _vllm("fidelity-T0.7", "row"),
         "deepseek-ai/DeepSpec issue 31 (Jun 2026)",
-        "tokens drawn from softmax(bf16 logits / T) in bf16 while q is the float32 softmax",
-        "bf16_draft",
-        "vllm",
-        "fidelity-T0.7",
-        "row",
-        drafter=True,
+        PublicClass(
+            "drafts from bf16 logits, q in float32",
+            "tokens drawn from softmax(bf16 logits / T) in bf16 while q is the float32 softmax",
+            "bf16_draft",
+        ),
+        subject="drafter",
     ),
-    BugClass(
-        "greedy drafts, softmax reported",
+    Bug(
+        "draft-greedy-report-softmax",
+        "drafter takes the argmax while reporting the softmax as q",
+        _vllm("small-vocab", "tokens"),
         "huggingface/transformers issue 32867 (fixed in 4.45)",
-        "the drafter takes the argmax while reporting its softmax as q",
-        "greedy_draft_softmax",
-        "vllm",
-        "small-vocab",
-        "tokens",
-        drafter=True,
+        PublicClass(
+            "greedy drafts, softmax reported",
+            "the drafter takes the argmax while reporting its softmax as q",
+            "greedy_draft_softmax",
+        ),
+        mutant=True,
+        subject="drafter",
     ),
-    BugClass(
-        "generations that end early, a little at every position",
+    Bug(
+        "sequence-drift",
+        "1.5 % more mass on EOS at every position: generations end early",
+        _vllm("sequence (64 tokens)", "stop"),
         "DSpark deployment report (median reasoning length 28k tokens with speculation, 57k or "
         "more without)",
-        "an engine whose speculative path puts 1.5 % more mass on EOS at every position (TV "
-        "0.015 per position, below the per-position rows' delta): the median stopping time "
-        "falls from 28 to 17 tokens",
-        "sequence_drift",
-        "vllm",
-        "sequence (64 tokens)",
-        "stop",
-        engine=True,
+        PublicClass(
+            "generations that end early, a little at every position",
+            "an engine whose speculative path puts 1.5 % more mass on EOS at every position (TV "
+            "0.015 per position, below the per-position rows' delta): the median stopping time "
+            "falls from 28 to 17 tokens",
+            "sequence_drift",
+        ),
+        subject="engine",
+        signatures=(),
+    ),
+    # The mutants that are no public class, in the mutation table's order.
+    Bug(
+        "residual-abs",
+        "correction token drawn from norm(|p - q|)",
+        _vllm("small-vocab", "support"),
+        mutant=True,
+    ),
+    Bug(
+        "residual-softmax-clamp",
+        "correction token drawn from softmax(max(p - q, 0))",
+        _vllm("small-vocab", "support"),
+        "HF transformers PR 28508",
+        mutant=True,
+    ),
+    Bug(
+        "residual-unnormalised",
+        "max(p - q, 0) sampled without renormalisation",
+        _vllm("small-vocab", "support"),
+        mutant=True,
+    ),
+    Bug(
+        "residual-wrong-position",
+        "correction from the residual one position later",
+        _vllm("small-vocab", "round"),
+        mutant=True,
+    ),
+    Bug(
+        "residual-reuses-uniform",
+        "correction drawn with the rejected test's uniform",
+        _vllm("small-vocab", "round"),
+        mutant=True,
+    ),
+    Bug(
+        "ratio-swapped",
+        "accept with probability min(1, q/p)",
+        _vllm("small-vocab", "round"),
+        mutant=True,
+    ),
+    Bug(
+        "threshold-eps",
+        "accept when u < p/q + 0.02",
+        _vllm("one-hot-target", "support"),
+        mutant=True,
+    ),
+    Bug(
+        "threshold-tiny-eps",
+        "accept when u < p/q + 1e-6",
+        Trigger("vllm", "zero-target-draft", "hunt", rate=1e-6),
+        mutant=True,
+    ),
+    Bug(
+        "no-uniform", "accept exactly when q(x) <= p(x)", _vllm("small-vocab", "round"), mutant=True
+    ),
+    Bug(
+        "uniform-float32-le",
+        "float32 uniform and u q <= p: an exact 0.0 accepts a draft with p = 0",
+        Trigger("vllm", "zero-target-draft", "hunt", rate=2.0**-24),
+        "vLLM PR 23803",
+        mutant=True,
+    ),
+    Bug(
+        "uniform-bf16",
+        "acceptance uniform rounded to bfloat16 (can round to 1.0)",
+        _vllm("p-equals-q", "support"),
+        mutant=True,
+    ),
+    Bug(
+        "q-bf16",
+        "q rounded to bfloat16 inside the verifier",
+        _vllm("p-equals-q", "support"),
+        mutant=True,
+    ),
+    Bug(
+        "q-top-k",
+        "q renormalised over its top 2 tokens inside the verifier",
+        _vllm("small-vocab", "support"),
+        mutant=True,
+    ),
+    Bug(
+        "p-tempered",
+        "temperature 1/2 applied to the target side only",
+        _vllm("small-vocab", "round"),
+        mutant=True,
+    ),
+    Bug(
+        "independent-acceptance",
+        "accepted count = number of accepted positions, not a prefix",
+        _vllm("small-vocab", "round"),
+        mutant=True,
+    ),
+    Bug(
+        "last-draft-skipped",
+        "ragged length off by one: the last draft is never verified",
+        _vllm("small-vocab", "support"),
+        mutant=True,
+    ),
+    Bug(
+        "greedy-as-random",
+        "greedy rows verified by rejection sampling (temperature ignored)",
+        _vllm("greedy", "support"),
+        mutant=True,
+        signatures=VLLM_ONLY,
+    ),
+    Bug(
+        "greedy-tie-last",
+        "greedy argmax ties broken to the highest id",
+        _vllm("greedy-ties", "support"),
+        mutant=True,
+        signatures=VLLM_ONLY,
+    ),
+    Bug(
+        "ngram-q-uniform",
+        "draft_probs=None read as a uniform q instead of one-hot",
+        _vllm("one-hot-draft", "round"),
+        mutant=True,
+        signatures=VLLM_ONLY,
+    ),
+    Bug(
+        "zero-length-dropped",
+        "rows with zero drafts emit nothing",
+        _vllm("ragged", "layout"),
+        mutant=True,
+        signatures=VLLM_ONLY,
+    ),
+    Bug(
+        "drop-correction",
+        "no correction token after a rejection",
+        _vllm("small-vocab", "layout"),
+        mutant=True,
+    ),
+    Bug(
+        "padding-zero",
+        "unused positions padded with token 0 instead of -1",
+        _vllm("small-vocab", "layout"),
+        mutant=True,
+    ),
+    Bug(
+        "pq-fallback-draft",
+        "an empty residual (p == q) emits the rejected draft",
+        None,
+        mutant=True,
+    ),
+    Bug(
+        "residual-by-acceptance",
+        "residual normalised by 1 - sum min(p, q), not its sum",
+        None,
+        mutant=True,
+    ),
+    Bug(
+        "draft-top-k-report-raw",
+        "drafter samples top-2 while reporting the raw softmax",
+        _vllm("small-vocab", "tokens"),
+        mutant=True,
+        subject="drafter",
+    ),
+    # Neither public nor a mutant: the bug the large-vocab-long case's position rows exist for.
+    Bug(
+        "residual-lagged-from-3",
+        "from output position 3 on, the correction drawn from the previous position's residual",
+        _vllm("large-vocab-long", "position 3"),
     ),
 )
 
+CLASSES: tuple[Bug, ...] = tuple(bug for bug in BUGS if bug.public)
+"""The public bug classes, in the README table's order."""
+MUTANTS: tuple[Bug, ...] = tuple(bug for bug in BUGS if bug.mutant)
+"""The mutation table's rows."""
+SAMPLE = ("bonus-wrong-row", "residual-softmax-clamp", "pq-fallback-draft")
+"""The mutants the default test session runs (one per kind of verdict)."""
 
-def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
+
+def bug(name: str) -> Bug:
+    """The catalogue's record of this name."""
+    for known in BUGS:
+        if known.name == name:
+            return known
+    raise KeyError(f"no bug named {name!r} in the catalogue")
+
+
+def mutant(name: str) -> Bug:
+    """The mutant of this name."""
+    found = bug(name)
+    if not found.mutant:
+        raise KeyError(f"{name!r} is in the catalogue but is no mutant")
+    return found
+
+
+def subject(known: Bug, flags: BugFlags | None = None) -> Callable[..., Any]:
+    """What the audit runs for ``known`` at its trigger: the flagged verifier (or drafter, or
+    engine) with its flags, or with ``flags`` instead (CORRECT: its flag-free counterpart)."""
+    if known.subject == "engine":
+        return sequence_examples.drift_mutant if flags is None else sequence_examples.long_engine
+    switched = known.switched if flags is None else flags
+    name = known.public.model if known.public else known.name.replace("-", "_")
+    if known.subject == "drafter":
+        return flagged.drafter(switched, name)
+    assert known.caught is not None, known.name
+    signature = signature_named(known.caught.signature)
+    return flagged.verifier_for(signature, switched, known.caught.filter_order, name)
+
+
+# The public classes' models, importable as ``specproof.audit.bugclasses:MODEL``.
+mixed_generator_noise = subject(bug("mixed-generator-noise"))
+params_at_bonus_only = subject(bug("params-at-bonus-only"))
+top_p_all_or_nothing = subject(bug("top-p-all-or-nothing"))
+sequential_filters = subject(bug("sequential-filters"))
+min_p_skipped = subject(bug("min-p-skipped"))
+greedy_marker_minus_one = subject(bug("greedy-marker-minus-one"))
+identical_streams = subject(bug("identical-streams"))
+uniform_grid_le = subject(bug("uniform-grid-le"))
+relaxed_from_3_drafts = subject(bug("relaxed-from-3-drafts"))
+shared_coin = subject(bug("shared-uniform"))
+position_zero_rows = subject(bug("position-zero-rows"))
+residual_from_p = subject(bug("residual-from-p"))
+bonus_from_last_draft_row = subject(bug("bonus-wrong-row"))
+always_greedy = subject(bug("always-greedy"))
+nan_target_emits_vocab_size = subject(bug("nan-target-emits-vocab-size"))
+nan_draft_recovers_rejected = subject(bug("nan-draft-recovers-rejected"))
+bf16_draft = subject(bug("draft-bf16-logits"))
+greedy_draft_softmax = subject(bug("draft-greedy-report-softmax"))
+sequence_drift = subject(bug("sequence-drift"))
+
+
+def catching_rows(known: Bug, seed: int = 0, flags: BugFlags | None = None) -> list[Any]:
     """The rows of the catching case, as the default command computes them (same seed,
-    alpha, beta, delta, tolerance; the hunt case at 2^20 rounds)."""
+    alpha, beta, delta, tolerance; a hunt case at the trigger's rounds), for the bug's subject
+    (or, with ``flags``, the same subject with those flags instead: CORRECT for its flag-free
+    counterpart)."""
     from .calls import audit_calls
     from .cases import calls_problem, verifier_problems
     from .drafters import fidelity_rates, fidelity_rows
@@ -319,44 +589,35 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     from .run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, audit_verifier
     from .settings import ErrorRates
 
-    model = globals()[bug.model]
+    trigger = known.caught
+    if trigger is None:
+        raise ValueError(f"{known.name} is equivalent in law: no row catches it")
+    model = subject(known, flags)
     alpha, beta = DEFAULT_ALPHA, DEFAULT_BETA
-    if bug.engine:
-        from .engine.audit import DEFAULT_DELTA as ENGINE_DELTA
-        from .engine.sequence import SEQUENCE_TOKENS, sequence_rates, timed_sequence_rows
-
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # as the command does: tiny tensors, many calls
-        try:
-            rows, _ = timed_sequence_rows(
-                model(),
-                SEQUENCE_TOKENS,
-                rates=sequence_rates(ErrorRates(alpha, beta, ENGINE_DELTA), SEQUENCE_TOKENS),
-                seed=seed,
-            )
-        finally:
-            torch.set_num_threads(threads)
-        return rows
-    if bug.check == "hunt":
-        case = next(c for c in hunt_cases() if c.name == bug.case)
-        return [hunt_case(model, bug.signature, case, 1 << 20, seed=seed, batch=1 << 16)]
-    if bug.case == "nonfinite":
-        return nonfinite_rows(model, bug.signature, seed)
-    if bug.case == "calls":
-        problem = calls_problem(bug.signature, seed)
+    if known.subject == "engine":
+        return _sequence_rows(model, seed)
+    signature = trigger.signature
+    if trigger.check == "hunt":
+        case = next(c for c in hunt_cases() if c.name == trigger.case)
+        return [hunt_case(model, signature, case, trigger.hunt_rounds, seed=seed, batch=1 << 16)]
+    if trigger.case == "nonfinite":
+        return nonfinite_rows(model, signature, seed)
+    if trigger.case == "calls":
+        problem = calls_problem(signature, seed)
         rates = ErrorRates(alpha, beta, DEFAULT_DELTA)
-        return audit_calls(model, bug.signature, problem, rates=rates, seed=seed)
-    if bug.case.startswith("fidelity"):
-        temperature = float(bug.case.removeprefix("fidelity-T"))
+        return audit_calls(model, signature, problem, rates=rates, seed=seed)
+    if trigger.case.startswith("fidelity"):
+        temperature = float(trigger.case.removeprefix("fidelity-T"))
         rates = fidelity_rates(ErrorRates(alpha, beta))
         return fidelity_rows(model, rates=rates, seed=seed, temperatures=(temperature,))
-    order = bug.filter_order or signature_named(bug.signature).default_filter_order
+    order = trigger.filter_order or signature_named(signature).default_filter_order
     problems = verifier_problems(seed, filter_order=order)
-    problem = next(p for p in problems if p.name == bug.case)
-    fn, drafter = (examples.rejection_sample, model) if bug.drafter else (model, None)
+    problem = next(p for p in problems if p.name == trigger.case)
+    drafted = known.subject == "drafter"
+    fn, drafter = (examples.rejection_sample, model) if drafted else (model, None)
     report = audit_verifier(
         fn,
-        bug.signature,
+        signature,
         problems=[problem],
         drafter=drafter,
         calls=False,
@@ -368,40 +629,71 @@ def catching_rows(bug: BugClass, seed: int = 0) -> list[Any]:
     return report.results
 
 
-def command(bug: BugClass) -> str:
-    """The default command that kills the model."""
-    path = f"specproof.audit.bugclasses:{bug.model}"
-    if bug.engine:
+def _sequence_rows(engine: Callable[..., Any], seed: int) -> list[Any]:
+    """The sequence rows of ``specproof audit-engine --sequence 64`` at its defaults."""
+    import torch
+
+    from .engine.audit import DEFAULT_DELTA as ENGINE_DELTA
+    from .engine.sequence import SEQUENCE_TOKENS, sequence_rates, timed_sequence_rows
+    from .settings import ErrorRates
+
+    rates = sequence_rates(ErrorRates(delta=ENGINE_DELTA), SEQUENCE_TOKENS)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the command does: tiny tensors, many calls
+    try:
+        rows, _ = timed_sequence_rows(engine(), SEQUENCE_TOKENS, rates=rates, seed=seed)
+    finally:
+        torch.set_num_threads(threads)
+    return list(rows)
+
+
+def _public(known: Bug) -> PublicClass:
+    if known.public is None:
+        raise ValueError(f"{known.name} is no public bug class")
+    return known.public
+
+
+def command(known: Bug) -> str:
+    """The default command that kills the public class's model."""
+    path = f"specproof.audit.bugclasses:{_public(known).model}"
+    if known.subject == "engine":
         return f"specproof audit-engine --engine {path} --sequence 64"
-    if bug.drafter:
+    if known.subject == "drafter":
         return (
             f"specproof audit specproof.audit.examples:rejection_sample --signature vllm "
             f"--drafter {path}"
         )
-    order = f" --filter-order {bug.filter_order}" if bug.filter_order else ""
-    return f"specproof audit {path} --signature {bug.signature}{order}"
+    assert known.caught is not None
+    order = known.caught.filter_order
+    option = f" --filter-order {order}" if order else ""
+    return f"specproof audit {path} --signature {known.caught.signature}{option}"
 
 
-def how(bug: BugClass) -> str:
+def how(known: Bug) -> str:
     """The options the model is audited with, for the table."""
-    if bug.engine:
+    if known.subject == "engine":
         return "`specproof audit-engine --engine`, `--sequence 64`"
-    drafter = ", drafter" if bug.drafter else ""
-    order = f", `--filter-order {bug.filter_order}`" if bug.filter_order else ""
-    return f"`--signature {bug.signature}`{drafter}{order}"
+    assert known.caught is not None
+    drafter = ", drafter" if known.subject == "drafter" else ""
+    order = known.caught.filter_order
+    option = f", `--filter-order {order}`" if order else ""
+    return f"`--signature {known.caught.signature}`{drafter}{option}"
 
 
 def markdown() -> str:
+    """The README's table of the public bug classes."""
     lines = [
         "| bug class | public record | trigger (modelled) | caught by | model | test |",
         "|---|---|---|---|---|---|",
     ]
-    for bug in CLASSES:
-        test = f"`tests/audit/test_bug_classes.py::test_bug_class_is_caught[{bug.model}]`"
-        record = bug.record or "(class only; no public number confirmed)"
+    for known in CLASSES:
+        public, caught = _public(known), known.caught
+        assert caught is not None
+        test = f"`tests/audit/test_bug_classes.py::test_bug_class_is_caught[{public.model}]`"
+        record = known.seen or "(class only; no public number confirmed)"
         lines.append(
-            f"| {bug.name} | {record} | {bug.trigger} | `{bug.case}/{bug.check}` | "
-            f"`{bug.model}` ({how(bug)}) "
+            f"| {public.title} | {record} | {public.trigger} | `{caught.case}/{caught.check}` | "
+            f"`{public.model}` ({how(known)}) "
             f"| {test} |"
         )
     return "\n".join(lines)
@@ -414,8 +706,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         print(markdown())
     else:
-        for bug in CLASSES:
-            print(f"{bug.name}: {command(bug)}")
+        for known in CLASSES:
+            print(f"{_public(known).title}: {command(known)}")
     return 0
 
 

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from specproof.audit import audit_verifier, examples
-from specproof.audit.bugclasses import _vllm_model
+from specproof.audit.bugclasses import bug, subject
 from specproof.audit.cases import verifier_problems
 from specproof.audit.problems import TableProblem, token_classes
 
 VOCAB = 256
 DELTA = 0.05
-lagged_residual = _vllm_model("residual-lagged-from-3")
+lagged_residual = subject(bug("residual-lagged-from-3"))
 
 
 def case(vocab: int = VOCAB) -> TableProblem:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from specproof.audit import audit_verifier
+from specproof.audit import audit_verifier, bugclasses
 from specproof.audit.cases import verifier_problems
-from specproof.audit.mutants import by_name, make_verifier
+from specproof.audit.mutants import make_verifier
 from specproof.audit.mutants.table import mutant_laws
 
 SMALL = [p for p in verifier_problems(0, 64) if p.vocab <= 16 and not p.positions]
@@ -21,7 +21,7 @@ SMALL = [p for p in verifier_problems(0, 64) if p.vocab <= 16 and not p.position
 @pytest.mark.parametrize("bug", ["bonus-wrong-row", "residual-softmax-clamp"])
 def test_a_mutant_above_delta_is_killed(bug: str) -> None:
     small_vocab = next(p for p in SMALL if p.name == "small-vocab")
-    round_tv, tokens_tv = mutant_laws(by_name(bug), small_vocab)
+    round_tv, tokens_tv = mutant_laws(bugclasses.mutant(bug), small_vocab)
     assert round_tv >= tokens_tv - 1e-12 >= 0.05 - 1e-12  # completion cannot add TV
     report = audit_verifier(make_verifier(bug), "vllm", problems=[small_vocab], calls=False)
     assert not report.passed, report.table()
@@ -37,11 +37,11 @@ def test_the_wrong_bonus_row_is_caught_by_the_round_law() -> None:
 
 
 def test_an_equivalent_mutant_has_exact_tv_zero_and_passes() -> None:
-    mutant = by_name("pq-fallback-draft")
+    mutant = bugclasses.mutant("pq-fallback-draft")
     for problem in SMALL:
         round_tv, tokens_tv = mutant_laws(mutant, problem)
         assert round_tv == 0 and tokens_tv < 1e-12, problem.name
     # Equivalent in law: its law rows pass. (Its non-finite robustness rows are another
     # question: on a +inf draft entry it emits the rejected draft.)
-    report = audit_verifier(make_verifier(mutant.bug), "vllm", problems=SMALL[:4], delta=0.2)
+    report = audit_verifier(make_verifier(mutant.name), "vllm", problems=SMALL[:4], delta=0.2)
     assert all(r.passed for r in report.results), report.table()

@@ -31,6 +31,7 @@ ORDER = [
     "drafters",
     "run",
     "hunt",
+    "flagged",
     "examples",
     "bugclasses",
     "cli",

@@ -12,6 +12,7 @@ import pytest
 import torch
 from optimized_support import DEVICE
 from specproof.optimized import InvalidInputError, chain_verify
+from specproof.optimized.checks.streams import Streams
 from specproof.optimized.philox import ACCEPT, BONUS, RESIDUAL, address_uniforms
 from specproof.optimized.torch_backend.chain_verify import round_uniforms
 from specproof.optimized.torch_backend.rows import TILE, sample_tiled
@@ -160,7 +161,7 @@ def test_triton_backend_checks_the_same_rows_after_the_kernel() -> None:
 def test_round_uniforms_are_the_address_uniforms() -> None:
     requests = torch.tensor([0, 5, 2**32 - 1])
     n = 3
-    accept, residual, bonus = round_uniforms(11, n, requests, 4, 9)
+    accept, residual, bonus = round_uniforms(Streams(11, 4, 9, requests, True), n)
     steps = torch.arange(1, n + 2)[None, :]
     for got, phase, width in ((accept, ACCEPT, n), (residual, RESIDUAL, n), (bonus, BONUS, n + 1)):
         want = address_uniforms(11, phase, steps[:, :width], requests[:, None], 4, 9)

@@ -17,7 +17,7 @@ import torch
 from specproof.reference import ChainRule, DraftBlock, Drafter, GreedyRule, TargetModel, Tokens
 from specproof.reference.choices import Chooser
 
-from .verifier import THRESHOLD_EPS, TINY_EPS, TOP_K
+from ..flagged import THRESHOLD_EPS, TINY_EPS, TOP_K
 
 Dist = tuple[Fraction, ...]
 ONE = Fraction(1)

@@ -24,12 +24,13 @@ import torch
 
 from specproof.stats import exact_tv, required_samples
 
+from ..bugclasses import MUTANTS, Bug
 from ..cases import applies, verifier_problems
+from ..flagged import BugFlags, drafter
 from ..hunt import hunt_case, hunt_cases, rounds_to_find
 from ..laws import EXACT_VOCAB, completed_law, default_rule, exact_round_law, tokens_law
 from ..problems import TableProblem
 from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, DEFAULT_TOLERANCE, audit_verifier
-from .catalogue import MUTANTS, Mutant, make_drafter
 from .rules import MutantChain, MutantGreedy
 from .rules_draft import DraftMutantChain
 from .verifier import make_verifier
@@ -37,8 +38,9 @@ from .verifier import make_verifier
 HERE = Path(__file__).resolve().parent
 HUNT_RATES = {
     # per-round probability of the impossible output on the hunt case, exactly
-    "uniform-float32-le": ("zero-target-draft", 2.0**-24),
-    "threshold-tiny-eps": ("zero-target-draft", 1e-6),
+    mutant.name: (mutant.caught.case, mutant.caught.rate)
+    for mutant in MUTANTS
+    if mutant.caught is not None and mutant.caught.rate is not None
 }
 
 
@@ -57,48 +59,48 @@ class Row:
     needed: str
 
 
-def mutant_laws(mutant: Mutant, problem: TableProblem) -> tuple[float, float]:
+def mutant_laws(mutant: Bug, problem: TableProblem) -> tuple[float, float]:
     """(round TV, tokens TV) of the mutant on one small case, from the reference."""
     correct = exact_round_law(problem, default_rule)
-    if mutant.drafter:
-        law = exact_round_law(problem, lambda greedy: DraftMutantChain(mutant.bug))
+    if mutant.subject == "drafter":
+        law = exact_round_law(problem, lambda greedy: DraftMutantChain(mutant.name))
     else:
         law = exact_round_law(
             problem,
             lambda greedy: (
-                MutantGreedy(mutant.bug) if greedy else MutantChain(mutant.bug, problem.ngram)
+                MutantGreedy(mutant.name) if greedy else MutantChain(mutant.name, problem.ngram)
             ),
         )
     return exact_tv(law, correct), exact_tv(completed_law(problem, law), tokens_law(problem))
 
 
-def row_for(mutant: Mutant, problems: list[TableProblem], hunt_rounds: int) -> Row:
+def row_for(mutant: Bug, problems: list[TableProblem], hunt_rounds: int) -> Row:
     small = [
         p
         for p in problems
         if p.vocab <= EXACT_VOCAB
         and applies(p, "vllm")
-        and not (mutant.drafter and p.ngram)
+        and not (mutant.subject == "drafter" and p.ngram)
         and not p.positions  # exact TVs over the cases whose joint round law is tested
     ]
     tvs = {p.name: mutant_laws(mutant, p) for p in small}
-    key = 1 if mutant.drafter else 0
+    key = 1 if mutant.subject == "drafter" else 0
     worst = max(tvs, key=lambda name: tvs[name][key])
-    round_tv = 0.0 if mutant.drafter else max(t[0] for t in tvs.values())
+    round_tv = 0.0 if mutant.subject == "drafter" else max(t[0] for t in tvs.values())
     tokens_tv = max(t[1] for t in tvs.values())
     tokens_tv = 0.0 if tokens_tv < 1e-12 else tokens_tv  # float sums of an exact zero
     start = time.perf_counter()
-    if mutant.drafter:
+    if mutant.subject == "drafter":
         report = audit_verifier(
             make_verifier(None),
             "vllm",
             problems=problems,
-            drafter=make_drafter(mutant.bug),
+            drafter=drafter(BugFlags.of(mutant.name)),
             fail_fast=True,
         )
     else:
         report = audit_verifier(
-            make_verifier(mutant.bug), "vllm", problems=problems, fail_fast=True
+            make_verifier(mutant.name), "vllm", problems=problems, fail_fast=True
         )
     failed = [f"{r.case}/{r.check}" for r in report.results if not r.passed]
     n = max((r.n or 0 for r in report.results), default=0)
@@ -106,16 +108,16 @@ def row_for(mutant: Mutant, problems: list[TableProblem], hunt_rounds: int) -> R
     tested = tvs[worst][key]
     needed = ""
     if not failed:
-        if tested == 0 and mutant.bug not in HUNT_RATES:
+        if tested == 0 and mutant.name not in HUNT_RATES:
             verdict = "equivalent"
             needed = "exact TV 0 on every case"
-        elif mutant.bug in HUNT_RATES:
-            case_name, rate = HUNT_RATES[mutant.bug]
+        elif mutant.name in HUNT_RATES:
+            case_name, rate = HUNT_RATES[mutant.name]
             find = rounds_to_find(rate)
             needed = f"--hunt {find} ({case_name}, rate {rate:.3g})"
             if hunt_rounds >= find:
                 case = next(c for c in hunt_cases() if c.name == case_name)
-                hunted = hunt_case(make_verifier(mutant.bug), "vllm", case, hunt_rounds)
+                hunted = hunt_case(make_verifier(mutant.name), "vllm", case, hunt_rounds)
                 verdict = "killed by hunt" if not hunted.passed else "survived hunt"
                 failed = [hunted.detail]
                 n = hunted.n or 0
@@ -126,9 +128,9 @@ def row_for(mutant: Mutant, problems: list[TableProblem], hunt_rounds: int) -> R
         else:
             needed = "below the float tolerance 1e-4"
     return Row(
-        mutant.bug,
-        mutant.description,
-        mutant.origin,
+        mutant.name,
+        mutant.breaks,
+        mutant.seen,
         round_tv,
         tokens_tv,
         worst,
@@ -177,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     problems = verifier_problems(0, args.large_vocab)
     rows = []
     for mutant in MUTANTS:
-        if args.only and mutant.bug not in args.only:
+        if args.only and mutant.name not in args.only:
             continue
         row = row_for(mutant, problems, args.hunt)
         print(
