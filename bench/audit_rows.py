@@ -30,13 +30,8 @@ from specproof.audit.cases import applies, verifier_problems
 from specproof.audit.cli import QUICK_DELTA
 from specproof.audit.drafting import draft_rounds
 from specproof.audit.problems import TableProblem
-from specproof.audit.run import (
-    DEFAULT_ALPHA,
-    DEFAULT_BETA,
-    DEFAULT_DELTA,
-    DEFAULT_TOLERANCE,
-    audit_problem,
-)
+from specproof.audit.run import audit_problem
+from specproof.audit.settings import ErrorRates
 from specproof.audit.signatures import call_flashinfer, call_hf
 from specproof.subjects import examples
 
@@ -53,10 +48,7 @@ def planned_rounds(problem: TableProblem, delta: float) -> int:
     rows = audit_problem(
         problem,
         stop,
-        alpha=DEFAULT_ALPHA,
-        beta=DEFAULT_BETA,
-        delta=delta,
-        tolerance=DEFAULT_TOLERANCE,
+        rates=ErrorRates(delta=delta),
         seed=0,
     )
     assert rows[0].n is not None
@@ -91,7 +83,7 @@ def main() -> int:
         if not any(applies(problem, s) for s in ("hf", "flashinfer")):
             continue
         row: dict[str, Any] = {
-            "rounds_default": planned_rounds(problem, DEFAULT_DELTA),
+            "rounds_default": planned_rounds(problem, ErrorRates().delta),
             "rounds_quick": planned_rounds(problem, QUICK_DELTA),
         }
         for name, signature in verifiers.items():
@@ -99,8 +91,8 @@ def main() -> int:
                 row[f"{name}: ms CPU per round"] = round(1e3 * cost_per_round(problem, name), 4)
         cases[problem.name] = row
         print(problem.name, row, flush=True)
-    calls = {"rows_default": rows_needed(DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA)}
-    calls["rows_quick"] = rows_needed(DEFAULT_ALPHA, DEFAULT_BETA, QUICK_DELTA)
+    calls = {"rows_default": rows_needed(ErrorRates())}
+    calls["rows_quick"] = rows_needed(ErrorRates(delta=QUICK_DELTA))
     totals = {}
     for name in verifiers:
         for preset in ("default", "quick"):

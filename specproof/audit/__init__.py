@@ -13,6 +13,7 @@ MODULE:FN`` to audit a drafting function), or ``specproof audit module:function 
 exit status 0 only if every row passes, 1 if one fails, 2 for a usage error.
 
 Modules, in reading order; each imports only modules before it (``tests/audit/test_layering.py``):
+``settings`` (error rates and call limits, made once by a command and passed to the rows),
 ``requests`` (engine sampling parameters), ``errors``, ``ids`` (outputs read as integer
 token ids), ``guard`` (calls into the subject, held to a time limit), ``problems`` (table
 problems, exact laws in float64), ``drafting``, ``structure`` (exact layout checks),

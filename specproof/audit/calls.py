@@ -38,7 +38,8 @@ from .errors import VerifierError, out_of_memory
 from .problems import TableProblem
 from .report import INFO, CaseResult, exact_row, limit_row
 from .requests import GREEDY_TEMPERATURE
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, signature_named
+from .settings import DEFAULT_LIMITS, CallLimits, ErrorRates
+from .signatures import Signature, Verifier, signature_named
 from .structure import check_structure
 
 CASE = "calls"
@@ -107,10 +108,10 @@ def inputs_row(written: set[str], rows: int) -> CaseResult:
     return exact_row(CASE, "inputs", rows, INFO, summary, detail)
 
 
-def rows_needed(alpha: float, beta: float, delta: float) -> int:
+def rows_needed(rates: ErrorRates) -> int:
     """Rows at which the Hoeffding test above has power 1 - beta at a rate gap of delta."""
-    root = math.sqrt(math.log(2 / alpha) / 2) + math.sqrt(math.log(1 / beta) / 2)
-    return math.ceil((root / delta) ** 2)
+    root = math.sqrt(math.log(2 / rates.alpha) / 2) + math.sqrt(math.log(1 / rates.beta) / 2)
+    return math.ceil((root / rates.delta) ** 2)
 
 
 def collision_probability(drafts: Drafts, bonus_given: bool) -> np.ndarray:
@@ -148,11 +149,10 @@ def _rate_row(
     check: str,
     same: np.ndarray,
     collision: np.ndarray,
-    alpha: float,
-    beta: float,
-    delta: float,
+    rates: ErrorRates,
     what: str,
 ) -> CaseResult:
+    alpha, beta, delta = rates.alpha, rates.beta, rates.delta
     n = len(same)
     if n == 0:
         return exact_row(CASE, check, 0, "FAIL", f"no {what} rows")
@@ -192,20 +192,19 @@ def audit_calls(
     signature: Signature,
     problem: TableProblem,
     *,
-    alpha: float,
-    beta: float,
-    delta: float,
+    rates: ErrorRates,
     seed: int,
     marker: float = GREEDY_TEMPERATURE,
-    max_batch: int = DEFAULT_MAX_BATCH,
+    limits: CallLimits = DEFAULT_LIMITS,
 ) -> list[CaseResult]:
     """The ``repeat``, ``unseeded`` and ``seeds`` rows on ``problem`` (random rows only), each
-    call of ``fn`` carrying at most ``max_batch`` requests."""
+    call of ``fn`` carrying at most ``limits.max_batch`` requests."""
     if any(problem.greedy_modes):
         raise ValueError(f"{problem.name}: the calls rows use random rows only")
     shape = signature_named(signature)
     stream = torch.Generator().manual_seed(seed + 1)
-    needed = rows_needed(alpha, beta, delta)
+    max_batch = limits.max_batch
+    needed = rows_needed(rates)
     seeded_rows = shape.carries_requests and problem.seeded
     batch = 3 * needed if seeded_rows else needed
     drafts = draft_rounds(problem, batch, stream)
@@ -234,27 +233,21 @@ def audit_calls(
     results: list[CaseResult] = []
     unseeded = np.ones(batch, dtype=bool) if seeded is None else ~seeded
     results.append(
-        _rate_row(
-            "unseeded", identical[unseeded], collision[unseeded], alpha, beta, delta, "unseeded"
-        )
+        _rate_row("unseeded", identical[unseeded], collision[unseeded], rates, "unseeded")
     )
     if seeded is not None:
         differs = np.nonzero(seeded & ~identical)[0]
         results.append(_repeat_row(differs, int(seeded.sum()), "per-request generators"))
         across = (first == third).all(1).numpy()
         results.append(
-            _rate_row(
-                "seeds", across[seeded], collision[seeded], alpha, beta, delta, "differently seeded"
-            )
+            _rate_row("seeds", across[seeded], collision[seeded], rates, "differently seeded")
         )
     elif calls.generator_runs is not None:
         seeded_a, seeded_b, seeded_c = calls.generator_runs
         differs = np.nonzero(~(seeded_a == seeded_b).all(1).numpy())[0]
         results.append(_repeat_row(differs, batch, "generator="))
         across = (seeded_a == seeded_c).all(1).numpy()
-        results.append(
-            _rate_row("seeds", across, collision, alpha, beta, delta, "differently seeded")
-        )
+        results.append(_rate_row("seeds", across, collision, rates, "differently seeded"))
     results.append(inputs_row(written, batch))
     return results
 

@@ -36,7 +36,8 @@ from .run import (
     audit_verifier,
     progress_bar,
 )
-from .signatures import DEFAULT_MAX_BATCH, Signature, signature_named, signature_names
+from .settings import DEFAULT_MAX_BATCH, CallLimits, ErrorRates
+from .signatures import Signature, signature_named, signature_names
 
 PROG = "specproof audit"
 QUICK_DELTA = 0.1
@@ -317,19 +318,18 @@ def main(argv: list[str] | None = None) -> int:
     def lines(line: str) -> None:
         print(f"  {line}", file=sys.stderr, flush=True)
 
+    # Made once here; every row of the audit and of the hunt receives these same objects.
+    rates = ErrorRates(args.alpha, args.beta, args.delta, args.tolerance)
+    limits = CallLimits(args.max_batch, args.timeout)
     options: dict[str, Any] = {"timeout": args.timeout}
     if args.signature:
         options = {
-            "alpha": args.alpha,
-            "beta": args.beta,
-            "delta": args.delta,
-            "tolerance": args.tolerance,
+            "rates": rates,
+            "limits": limits,
             "seed": args.seed,
-            "timeout": args.timeout,
             "problems": problems,
             "bars": None if args.quiet else progress_bar(),
             "marker": MARKERS[args.greedy_marker],
-            "max_batch": args.max_batch,
         }
     try:
         report = audit(
@@ -352,10 +352,9 @@ def main(argv: list[str] | None = None) -> int:
                 args.signature,
                 args.hunt or 2**62,
                 seed=args.seed,
-                timeout=args.timeout,
                 bars=None if args.quiet else progress_bar(),
                 budget=None if args.hunt else args.hunt_seconds,
-                max_batch=args.max_batch,
+                limits=limits,
             )
             report.results += hunted.results
             report.notes += hunted.notes

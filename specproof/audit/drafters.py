@@ -28,6 +28,7 @@ from specproof.stats import goodness_of_fit, required_samples
 from .calls import rows_needed
 from .drafting import DraftFn
 from .report import CaseResult, exact_row
+from .settings import ErrorRates
 
 TEMPERATURES = (0.6, 0.7, 1.0)
 VOCAB = 256
@@ -39,6 +40,8 @@ SMALL_MASS = 1e-4
 DEFAULT_FIDELITY_DELTA = 0.025
 """TV the fidelity rows detect (the bf16 class: exact TV 0.045 and 0.027 on the two rows at
 T = 0.7, :func:`bf16_tv`)."""
+FIDELITY_TOLERANCE = 1e-4
+"""TV the fidelity rows let pass (float rounding of the reported q)."""
 
 
 def llm_rows(seed: int = 0, rows: int = ROWS) -> torch.Tensor:
@@ -82,17 +85,22 @@ def _reported_law(reported: torch.Tensor) -> tuple[np.ndarray, float]:
     return q / q.sum(), spread
 
 
+def fidelity_rates(rates: ErrorRates) -> ErrorRates:
+    """The fidelity rows' rates: the audit's alpha and beta, with this module's delta and a
+    tolerance of 1e-4 (whatever the audit's own delta and tolerance are)."""
+    return ErrorRates(rates.alpha, rates.beta, DEFAULT_FIDELITY_DELTA, FIDELITY_TOLERANCE)
+
+
 def fidelity_rows(
     fn: DraftFn,
     *,
-    alpha: float,
-    beta: float,
-    delta: float = DEFAULT_FIDELITY_DELTA,
-    tolerance: float = 1e-4,
+    rates: ErrorRates,
     seed: int = 0,
     temperatures: tuple[float, ...] = TEMPERATURES,
 ) -> list[CaseResult]:
-    """One statistical row per (temperature, logits row): drawn tokens against reported q."""
+    """One statistical row per (temperature, logits row): drawn tokens against reported q, at
+    ``rates`` (the audit passes :func:`fidelity_rates` of its own)."""
+    alpha, beta, delta, tolerance = rates.alpha, rates.beta, rates.delta, rates.tolerance
     results = []
     torch.manual_seed(seed)
     for temperature in temperatures:
@@ -144,14 +152,12 @@ def fidelity_rows(
     return results
 
 
-def drafter_calls(
-    fn: DraftFn, *, alpha: float, beta: float, delta: float, seed: int = 0
-) -> list[CaseResult]:
+def drafter_calls(fn: DraftFn, *, rates: ErrorRates, seed: int = 0) -> list[CaseResult]:
     """Repeated calls on identical logits (T = 1): identical draws at the rate sum_x q(x)^2;
     with ``generator=``, a seed reproduced and different seeds independent."""
     from .calls import _rate_row, _repeat_row
 
-    n = rows_needed(alpha, beta, delta)
+    n = rows_needed(rates)
     rows = llm_rows(seed)
     logits = rows[torch.arange(n) % len(rows)]
     torch.manual_seed(seed + 7)
@@ -162,7 +168,7 @@ def drafter_calls(
     q = q / q.sum(-1, keepdim=True)
     collision = (q**2).sum(-1).numpy()
     same = (torch.as_tensor(first_tokens) == torch.as_tensor(again_tokens)).numpy()
-    results = [_rate_row("unseeded", same, collision, alpha, beta, delta, "unseeded")]
+    results = [_rate_row("unseeded", same, collision, rates, "unseeded")]
     results = [_as_drafter(r) for r in results]
     if _accepts_generator(fn):
         s1, s2 = seed + 11, seed + 12
@@ -172,9 +178,7 @@ def drafter_calls(
         differs = np.nonzero((torch.as_tensor(a) != torch.as_tensor(b)).numpy())[0]
         results.append(_as_drafter(_repeat_row(differs, n, "generator=")))
         across = (torch.as_tensor(a) == torch.as_tensor(c)).numpy()
-        results.append(
-            _as_drafter(_rate_row("seeds", across, collision, alpha, beta, delta, "seeded"))
-        )
+        results.append(_as_drafter(_rate_row("seeds", across, collision, rates, "seeded")))
     return results
 
 
@@ -196,12 +200,13 @@ def bf16_tv(temperature: float, seed: int = 0) -> list[float]:
     return out
 
 
-def cells_and_n(alpha: float, beta: float, delta: float, tolerance: float = 1e-4) -> int:
-    """The largest n a fidelity row draws (for docs/audit.md)."""
+def cells_and_n(rates: ErrorRates) -> int:
+    """The largest n a fidelity row draws at ``rates`` (for docs/audit.md)."""
     most = 0
     for temperature in TEMPERATURES:
         for row in llm_rows():
             q = torch.softmax(row.double() / temperature, -1).numpy()
             cells = int((q >= SMALL_MASS).sum()) + 1
-            most = max(most, required_samples(delta, alpha, beta, cells, tolerance))
+            needed = required_samples(rates.delta, rates.alpha, rates.beta, cells, rates.tolerance)
+            most = max(most, needed)
     return most

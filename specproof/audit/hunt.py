@@ -25,7 +25,8 @@ from .guard import Guard, SubjectFailure, settle
 from .ids import integer_ids
 from .problems import PLACEHOLDER
 from .report import AuditReport, CaseResult, exact_row, limit_row
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, signature_named
+from .settings import DEFAULT_LIMITS, CallLimits
+from .signatures import Signature, Verifier, signature_named
 
 DEFAULT_BATCH = 1 << 18
 """Rounds per call before the cap: calls carry min(this, ``max_batch``) requests."""
@@ -103,18 +104,18 @@ def hunt_case(
     *,
     seed: int = 0,
     batch: int | None = None,
-    timeout: float = 600.0,
     progress: Callable[[int, int], None] | None = None,
     budget: float | None = None,
-    max_batch: int = DEFAULT_MAX_BATCH,
+    limits: CallLimits = DEFAULT_LIMITS,
 ) -> CaseResult:
     """Run ``rounds`` rounds of one hunt case, or (``budget``) as many as fit in that many
-    seconds, up to ``rounds``; exact verdict (alpha = 0). Each call carries at most
-    ``max_batch`` requests: the hunt keeps its rounds by calling more often."""
+    seconds, up to ``rounds``; exact verdict (alpha = 0), failed as timed out after
+    ``limits.timeout`` seconds. Each call carries at most ``limits.max_batch`` requests: the
+    hunt keeps its rounds by calling more often."""
     if batch is None:
         batch = signature_named(signature).hunt_batch or DEFAULT_BATCH
-    batch = max(1, min(batch, rounds, max_batch))
-    guard = Guard(timeout)
+    batch = max(1, min(batch, rounds, limits.max_batch))
+    guard = Guard(limits.timeout)
     try:
         return _hunt(
             guard,
@@ -221,13 +222,13 @@ def hunt_verifier(
     *,
     seed: int = 0,
     batch: int | None = None,
-    timeout: float = 600.0,
     bars: Callable[[str], Callable[[int, int], None]] | None = None,
     budget: float | None = None,
-    max_batch: int = DEFAULT_MAX_BATCH,
+    limits: CallLimits = DEFAULT_LIMITS,
 ) -> AuditReport:
     """Every hunt case for ``rounds`` rounds, or for ``budget`` seconds each (at most
-    ``rounds``)."""
+    ``rounds``), each call held to ``limits``."""
+    timeout = limits.timeout
     start = time.perf_counter()
     report = AuditReport(getattr(fn, "__name__", "verifier"), f"{signature} hunt")
     for index, case in enumerate(hunt_cases()):
@@ -243,10 +244,9 @@ def hunt_verifier(
                 rounds,
                 seed=seed,
                 batch=batch,
-                timeout=timeout,
                 progress=bars(case.name) if bars else None,
                 budget=budget,
-                max_batch=max_batch,
+                limits=limits,
             )
         )
     report.seconds = time.perf_counter() - start

@@ -30,7 +30,8 @@ from .errors import VerifierError, out_of_memory
 from .guard import SubjectExit
 from .problems import PLACEHOLDER
 from .report import CaseResult, exact_row, limit_row
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, seed_torch, signature_named
+from .settings import DEFAULT_LIMITS, DEFAULT_MAX_BATCH, CallLimits
+from .signatures import Signature, Verifier, seed_torch, signature_named
 from .structure import check_structure, emitted_lengths
 
 CASE = "nonfinite"
@@ -139,11 +140,12 @@ def nonfinite_row(
     signature: Signature,
     case: NonFiniteCase,
     seed: int = 0,
-    max_batch: int = DEFAULT_MAX_BATCH,
+    limits: CallLimits = DEFAULT_LIMITS,
 ) -> CaseResult:
     """One exact robustness row (alpha = 0): refused, or well formed without the rejected
     draft; failed on an id outside 0..V-1, a layout violation or the rejected draft. Each call
-    carries at most ``max_batch`` requests."""
+    carries at most ``limits.max_batch`` requests."""
+    max_batch = limits.max_batch
     batch = finite_batch(case, signature, seed)
     size = batch.tokens.shape[0]
     call = _caller(fn, signature, case, batch, max_batch)
@@ -213,8 +215,8 @@ def _failed(
 
 
 def nonfinite_rows(
-    fn: Verifier, signature: Signature, seed: int = 0, max_batch: int = DEFAULT_MAX_BATCH
+    fn: Verifier, signature: Signature, seed: int = 0, limits: CallLimits = DEFAULT_LIMITS
 ) -> list[CaseResult]:
     """Every non-finite case (V = 8, gamma = 3, 12 or 16 requests), in calls of at most
-    ``max_batch`` requests."""
-    return [nonfinite_row(fn, signature, case, seed, max_batch) for case in nonfinite_cases()]
+    ``limits.max_batch`` requests."""
+    return [nonfinite_row(fn, signature, case, seed, limits) for case in nonfinite_cases()]

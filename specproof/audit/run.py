@@ -45,15 +45,35 @@ from .rounds import (
     round_counts,
     sample_rounds,
 )
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, row_slices, signature_named
+from .settings import (
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
+    DEFAULT_DELTA,
+    DEFAULT_LIMITS,
+    DEFAULT_MAX_BATCH,
+    DEFAULT_TIMEOUT,
+    DEFAULT_TOLERANCE,
+    CallLimits,
+    ErrorRates,
+    settled,
+)
+from .signatures import Signature, Verifier, row_slices, signature_named
 
-DEFAULT_ALPHA = 1e-6
-DEFAULT_BETA = 1e-4
-DEFAULT_DELTA = 0.05
-DEFAULT_TOLERANCE = 1e-4
-"""TV a correct float32 verifier may differ by (rounding in its sums and draws)."""
-DEFAULT_TIMEOUT = 600.0
-"""Seconds one case may take before it fails as timed out."""
+__all__ = [  # the defaults stay importable from here, where older call sites read them
+    "DEFAULT_ALPHA",
+    "DEFAULT_BETA",
+    "DEFAULT_DELTA",
+    "DEFAULT_MAX_BATCH",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_TOLERANCE",
+    "audit_problem",
+    "audit_scheduler",
+    "audit_verifier",
+    "capped_drafter",
+    "progress_bar",
+    "rounds_needed",
+]
+
 GRACE = 5.0
 """Seconds a call abandoned at its case's time limit may take to return before the audit stops
 (a call still running beside the next case's calls would share the subject's state)."""
@@ -84,12 +104,16 @@ def cells_needed(law: Mapping[Any, object], tolerance: float) -> int:
     return len(law) + (1 if tolerance > 0 else 0)
 
 
-def rounds_needed(
-    laws: Sequence[Mapping[Any, object]], alpha: float, beta: float, delta: float, tolerance: float
-) -> int:
+def rounds_needed(laws: Sequence[Mapping[Any, object]], rates: ErrorRates) -> int:
     """The n at which every row of a case reaches power 1 - beta against TV >= delta."""
     return max(
-        required_samples(delta, alpha, beta, cells_needed(law, tolerance), tolerance)
+        required_samples(
+            rates.delta,
+            rates.alpha,
+            rates.beta,
+            cells_needed(law, rates.tolerance),
+            rates.tolerance,
+        )
         for law in laws
     )
 
@@ -127,26 +151,23 @@ def audit_problem(
     problem: TableProblem,
     round_fn: RoundFn,
     *,
-    alpha: float,
-    beta: float,
-    delta: float,
-    tolerance: float,
+    rates: ErrorRates,
     seed: int,
+    limits: CallLimits = DEFAULT_LIMITS,
     round_law: Law | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
     progress: Callable[[int, int], None] | None = None,
     lossless_only: bool = False,
     rounds: int | None = None,
-    max_batch: int = DEFAULT_MAX_BATCH,
     guard: Guard | None = None,
 ) -> list[CaseResult]:
     """The rows of one case: layout (exact), support (exact), round, tokens and length.
 
     ``lossless_only`` keeps only the target-law row "tokens" (for drafters, whose reported q
     legitimately changes the round law). ``rounds`` overrides the n the rows need (more rounds
-    keep every row's alpha; the stated power needs at least the default n). ``max_batch``
+    keep every row's alpha; the stated power needs at least the default n). ``limits.max_batch``
     (the requests per call ``round_fn`` makes) names the limit when the verifier runs out of
-    memory. Each batch of rounds runs through ``guard`` (one held to ``timeout`` when None):
+    memory. Each batch of rounds runs through ``guard`` (one held to ``limits.timeout`` when
+    None):
     a call still running at the time limit fails the case as timed out."""
     exact_law = exact_round_law(problem) if round_law is None else round_law
     lengths = length_law(exact_law)
@@ -162,7 +183,8 @@ def audit_problem(
         if lossless_only
         else [*joint, bins.law(completed) if bins else completed, lengths]
     )
-    n = rounds_needed(checked, alpha, beta, delta, tolerance) if rounds is None else rounds
+    n = rounds_needed(checked, rates) if rounds is None else rounds
+    timeout = limits.timeout
     guard = guard or Guard(timeout)
     guard.start_clock()
     what = f"a call of the verifier in {problem.name}"
@@ -170,7 +192,7 @@ def audit_problem(
     def guarded(*args: Any) -> Any:
         return guard.run(what, round_fn, *args)
 
-    stat = (alpha, beta, delta)
+    stat = (rates.alpha, rates.beta, rates.delta)
     try:
         sampled = sample_rounds(
             problem, guarded, n, seed, progress=progress, deadline=guard.deadline
@@ -199,7 +221,7 @@ def audit_problem(
         return [exact_row(problem.name, "timeout", n, "FAIL", detail)]
     except Exception as error:  # a crash is a failed case, reported with its message
         if out_of_memory(error):  # a limit of this run, never a pass nor a finding
-            return [limit_row(problem.name, "runs", n, min(n, max_batch), error)]
+            return [limit_row(problem.name, "runs", n, min(n, limits.max_batch), error)]
         detail = f"{problem.name}: {type(error).__name__}: {error}"
         return [exact_row(problem.name, "runs", n, "FAIL", detail)]
     finally:
@@ -231,10 +253,10 @@ def audit_problem(
         fit = goodness_of_fit(
             samples,
             law,
-            alpha=alpha,
-            beta=beta,
-            delta=delta,
-            tolerance=tolerance,
+            alpha=rates.alpha,
+            beta=rates.beta,
+            delta=rates.delta,
+            tolerance=rates.tolerance,
             partition=part,
             name=f"{problem.name}/{check}",
         )
@@ -307,26 +329,32 @@ def audit_verifier(
     fn: Verifier,
     signature: Signature,
     *,
-    alpha: float = DEFAULT_ALPHA,
-    beta: float = DEFAULT_BETA,
-    delta: float = DEFAULT_DELTA,
-    tolerance: float = DEFAULT_TOLERANCE,
+    rates: ErrorRates | None = None,
+    limits: CallLimits | None = None,
+    alpha: float | None = None,
+    beta: float | None = None,
+    delta: float | None = None,
+    tolerance: float | None = None,
     seed: int = 0,
     problems: Sequence[TableProblem] | None = None,
     subject: str = "",
     progress: Lines | None = None,
     bars: Callable[[str], Callable[[int, int], None]] | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = None,
     drafter: DraftFn | None = None,
     fail_fast: bool = False,
     marker: float = GREEDY_TEMPERATURE,
     calls: bool = True,
     robustness: bool = True,
-    max_batch: int = DEFAULT_MAX_BATCH,
+    max_batch: int | None = None,
     filter_order: FilterOrder | None = None,
 ) -> AuditReport:
     """Sample ``fn`` on every problem its signature can express; every statistical row has
     false-fail rate <= alpha and power >= 1 - beta against TV >= delta in the law it tests.
+    ``rates`` (:class:`ErrorRates`) and ``limits`` (:class:`CallLimits`: ``max_batch``,
+    ``timeout``) go to every row as given; without them, they are made here from the keywords
+    ``alpha``, ``beta``, ``delta``, ``tolerance``, ``max_batch`` and ``timeout`` (each left
+    out takes its default, :mod:`specproof.audit.settings`); giving both is refused.
     ``fail_fast`` stops after the first case with a failed row; ``marker`` is the temperature
     marking greedy rows in vLLM's metadata; ``calls`` adds the repeated-call rows
     (:mod:`specproof.audit.calls`); ``robustness`` the non-finite rows, kept apart in
@@ -337,6 +365,9 @@ def audit_verifier(
     of the signature's engine, its ``default_filter_order``), used when ``problems`` is not
     given."""
     start = time.perf_counter()
+    rates = settled(rates, ErrorRates(), alpha=alpha, beta=beta, delta=delta, tolerance=tolerance)
+    limits = settled(limits, CallLimits(), max_batch=max_batch, timeout=timeout)
+    max_batch, timeout = limits.max_batch, limits.timeout
     kind = f"{signature} verifier" if drafter is None else f"drafter (verified by {signature})"
     if drafter is not None:
         drafter = capped_drafter(drafter, max_batch)
@@ -366,15 +397,11 @@ def audit_verifier(
             filter_round(
                 guard.subject(fn), signature, draft_fn, marker=marker, max_batch=max_batch
             ),
-            alpha=alpha,
-            beta=beta,
-            delta=delta,
-            tolerance=tolerance,
+            rates=rates,
             seed=seed,
-            timeout=timeout,
+            limits=limits,
             progress=bars(problem.name) if bars else None,
             lossless_only=drafter is not None,
-            max_batch=max_batch,
             guard=guard,
         )
         if guard.abandoned and stopped(timeout):
@@ -389,22 +416,20 @@ def audit_verifier(
         )
     sections: list[tuple[str, str, Callable[[Guard], list[CaseResult]]]] = []
     if drafter is not None and calls:
-        from .drafters import drafter_calls, fidelity_rows
+        from .drafters import drafter_calls, fidelity_rates, fidelity_rows
 
         sections.append(
             (
                 "fidelity",
                 "the law drawn from against the q reported, LLM-scale rows",
-                lambda g: fidelity_rows(g.subject(drafter), alpha=alpha, beta=beta, seed=seed),
+                lambda g: fidelity_rows(g.subject(drafter), rates=fidelity_rates(rates), seed=seed),
             )
         )
         sections.append(
             (
                 "calls",
                 "the drafter called again on identical inputs",
-                lambda g: drafter_calls(
-                    g.subject(drafter), alpha=alpha, beta=beta, delta=delta, seed=seed
-                ),
+                lambda g: drafter_calls(g.subject(drafter), rates=rates, seed=seed),
             )
         )
     if calls and drafter is None:
@@ -416,12 +441,10 @@ def audit_verifier(
                 g.subject(fn),
                 signature,
                 problem,
-                alpha=alpha,
-                beta=beta,
-                delta=delta,
+                rates=rates,
                 seed=seed,
                 marker=marker,
-                max_batch=max_batch,
+                limits=limits,
             )
 
         sections.append(("calls", "identical inputs, called again", calls_rows))
@@ -430,7 +453,7 @@ def audit_verifier(
             (
                 "nonfinite",
                 "NaN and inf rows (robustness, not a losslessness verdict)",
-                lambda g: nonfinite_rows(g.subject(fn), signature, seed, max_batch),
+                lambda g: nonfinite_rows(g.subject(fn), signature, seed, limits),
             )
         )
     for name, line, rows in sections:

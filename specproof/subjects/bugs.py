@@ -581,10 +581,11 @@ def catching_rows(known: Bug, seed: int = 0, flags: BugFlags | None = None) -> l
     counterpart)."""
     from specproof.audit.calls import audit_calls
     from specproof.audit.cases import calls_problem, verifier_problems
-    from specproof.audit.drafters import fidelity_rows
+    from specproof.audit.drafters import fidelity_rates, fidelity_rows
     from specproof.audit.hunt import hunt_case, hunt_cases
     from specproof.audit.nonfinite import nonfinite_rows
     from specproof.audit.run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, audit_verifier
+    from specproof.audit.settings import ErrorRates
 
     trigger = known.caught
     if trigger is None:
@@ -601,12 +602,12 @@ def catching_rows(known: Bug, seed: int = 0, flags: BugFlags | None = None) -> l
         return nonfinite_rows(model, signature, seed)
     if trigger.case == "calls":
         problem = calls_problem(signature, seed)
-        return audit_calls(
-            model, signature, problem, alpha=alpha, beta=beta, delta=DEFAULT_DELTA, seed=seed
-        )
+        rates = ErrorRates(alpha, beta, DEFAULT_DELTA)
+        return audit_calls(model, signature, problem, rates=rates, seed=seed)
     if trigger.case.startswith("fidelity"):
         temperature = float(trigger.case.removeprefix("fidelity-T"))
-        return fidelity_rows(model, alpha=alpha, beta=beta, seed=seed, temperatures=(temperature,))
+        rates = fidelity_rates(ErrorRates(alpha, beta))
+        return fidelity_rows(model, rates=rates, seed=seed, temperatures=(temperature,))
     order = trigger.filter_order or signature_named(signature).default_filter_order
     problems = verifier_problems(seed, filter_order=order)
     problem = next(p for p in problems if p.name == trigger.case)
@@ -631,21 +632,14 @@ def _sequence_rows(engine: Callable[..., Any], seed: int) -> list[Any]:
     import torch
 
     from specproof.audit.engine.audit import DEFAULT_DELTA as ENGINE_DELTA
-    from specproof.audit.engine.sequence import SEQUENCE_TOKENS, timed_sequence_rows
-    from specproof.audit.run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE
+    from specproof.audit.engine.sequence import SEQUENCE_TOKENS, sequence_rates, timed_sequence_rows
+    from specproof.audit.settings import ErrorRates
 
+    rates = sequence_rates(ErrorRates(delta=ENGINE_DELTA), SEQUENCE_TOKENS)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the command does: tiny tensors, many calls
     try:
-        rows, _ = timed_sequence_rows(
-            engine(),
-            SEQUENCE_TOKENS,
-            alpha=DEFAULT_ALPHA,
-            beta=DEFAULT_BETA,
-            delta=ENGINE_DELTA,
-            tolerance=DEFAULT_TOLERANCE * SEQUENCE_TOKENS,
-            seed=seed,
-        )
+        rows, _ = timed_sequence_rows(engine(), SEQUENCE_TOKENS, rates=rates, seed=seed)
     finally:
         torch.set_num_threads(threads)
     return list(rows)

@@ -28,7 +28,7 @@ from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.laws import exact_round_law
 from specproof.audit.rounds import verifier_round
 from specproof.audit.run import audit_problem
-from specproof.audit.signatures import DEFAULT_MAX_BATCH
+from specproof.audit.settings import DEFAULT_MAX_BATCH, CallLimits, ErrorRates
 from specproof.sections import replace_section
 from specproof.subjects.mutants import rejection_sample
 
@@ -56,14 +56,11 @@ def measure(
     rows = audit_problem(
         problem,
         verifier_round(fn, "vllm", max_batch=max_batch),
-        alpha=1e-6,
-        beta=1e-4,
-        delta=0.05,
-        tolerance=1e-4,
+        rates=ErrorRates(alpha=1e-6, beta=1e-4, delta=0.05, tolerance=1e-4),
         seed=0,
+        limits=CallLimits(max_batch=max_batch),
         round_law=law,
         rounds=rounds,
-        max_batch=max_batch,
     )
     seconds = time.perf_counter() - start
     return {
@@ -88,7 +85,7 @@ def hunt_rates(
         for name, fn, rounds in verifiers:
             for size in sizes:
                 start = time.perf_counter()
-                row = hunt_case(fn, "vllm", case, rounds, max_batch=size)
+                row = hunt_case(fn, "vllm", case, rounds, limits=CallLimits(max_batch=size))
                 seconds.setdefault((name, size), []).append(time.perf_counter() - start)
                 if not row.passed:
                     raise RuntimeError(f"{name}: {row.detail}")

@@ -20,6 +20,7 @@ from specproof.audit.engine.audit import DEFAULT_TOKENS
 from specproof.audit.problems import TableProblem
 from specproof.audit.report import AuditReport
 from specproof.audit.run import audit_verifier
+from specproof.audit.settings import CallLimits, ErrorRates
 from specproof.audit.signatures import DEFAULT_MAX_BATCH, Signature, signature_named
 
 from .levels import DEFAULT_LEVEL, Level, level_named
@@ -161,6 +162,8 @@ def verifier_outcome(
     row). ``cases`` defaults to :data:`CASES` (:data:`HF_CASES` for ``hf``); ``calls`` adds
     the audit's repeated-call rows (seeded requests reproduce)."""
     chosen = level if isinstance(level, Level) else level_named(level)
+    rates = ErrorRates(chosen.alpha, chosen.beta, chosen.delta)
+    limits = CallLimits(max_batch=max_batch)
     report = audit_verifier(
         verifier,
         signature,
@@ -172,10 +175,8 @@ def verifier_outcome(
         ),
         calls=calls,
         robustness=False,
-        max_batch=max_batch,
-        alpha=chosen.alpha,
-        beta=chosen.beta,
-        delta=chosen.delta,
+        rates=rates,
+        limits=limits,
     )
     twin_report = None
     if twin and report.passed:
@@ -186,11 +187,9 @@ def verifier_outcome(
             problems=plugin_problems((TWIN_CASE,), seed, signature),
             calls=False,
             robustness=False,
-            max_batch=max_batch,
             fail_fast=True,
-            alpha=chosen.alpha,
-            beta=chosen.beta,
-            delta=chosen.delta,
+            rates=rates,
+            limits=limits,
         )
     return Outcome(chosen, report, twin_report)
 
@@ -230,14 +229,8 @@ def engine_outcome(
     passed) of the same engine against the target law shifted by one token id; nothing raised.
     Rates as in :func:`verifier_outcome`."""
     chosen = level if isinstance(level, Level) else level_named(level)
-    report = audit_engine(
-        engine,
-        num_new_tokens=num_new_tokens,
-        seed=seed,
-        alpha=chosen.alpha,
-        beta=chosen.beta,
-        delta=chosen.delta,
-    )
+    rates = ErrorRates(chosen.alpha, chosen.beta, chosen.delta)
+    report = audit_engine(engine, num_new_tokens=num_new_tokens, seed=seed, rates=rates)
     twin_report = None
     if twin and report.passed:
         twin_engine = replace(
@@ -249,8 +242,6 @@ def engine_outcome(
             twin_engine,
             num_new_tokens=num_new_tokens,
             seed=seed + 1,
-            alpha=chosen.alpha,
-            beta=chosen.beta,
-            delta=chosen.delta,
+            rates=rates,
         )
     return Outcome(chosen, report, twin_report)

@@ -19,6 +19,7 @@ import torch
 from specproof.audit.cases import verifier_problems
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.run import audit_verifier
+from specproof.audit.settings import CallLimits
 from specproof.subjects import examples
 
 ROW_FAILED = 1
@@ -102,7 +103,14 @@ def test_a_hung_call_in_the_hunt_is_a_timeout_row_counting_the_rounds_before() -
         return examples.chain_speculative_sampling(*args, **kwargs)
 
     try:
-        row = hunt_case(verifier, "flashinfer", hunt_cases()[0], 10_000, batch=100, timeout=1.0)
+        row = hunt_case(
+            verifier,
+            "flashinfer",
+            hunt_cases()[0],
+            10_000,
+            batch=100,
+            limits=CallLimits(timeout=1.0),
+        )
     finally:
         release.set()
     assert (row.check, row.verdict, row.n) == ("timeout", "FAIL", 200)

@@ -18,6 +18,7 @@ from specproof.audit.calls import audit_calls
 from specproof.audit.cases import calls_problem, verifier_problems
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.run import audit_verifier
+from specproof.audit.settings import ErrorRates
 from specproof.subjects import examples
 
 USAGE_ERROR, ROW_FAILED, INTERNAL_ERROR = 2, 1, 3
@@ -84,7 +85,8 @@ def test_the_calls_rows_fail_a_verifier_that_raises_or_returns_none(
     """These used to end the audit with a traceback (exit 1) or as a usage error (exit 2)."""
     problem = calls_problem("flashinfer")
     verifier = raising_on_call(call, error)
-    rows = audit_calls(verifier, "flashinfer", problem, alpha=1e-6, beta=1e-4, delta=0.5, seed=0)
+    rates = ErrorRates(alpha=1e-6, beta=1e-4, delta=0.5)
+    rows = audit_calls(verifier, "flashinfer", problem, rates=rates, seed=0)
     assert rows and rows[0].verdict == "FAIL", rows
     assert rows[0].case == "calls"
 
@@ -156,7 +158,8 @@ def test_a_verifier_raising_in_the_calls_rows_exits_1_with_the_table(
     (tmp_path / "hostile_calls_subject.py").write_text(
         "from specproof.audit import examples\n"
         "from specproof.audit.calls import rows_needed\n"
-        "BATCH = rows_needed(1e-6, 1e-4, 0.5)\n"
+        "from specproof.audit.settings import ErrorRates\n"
+        "BATCH = rows_needed(ErrorRates(alpha=1e-6, beta=1e-4, delta=0.5))\n"
         "def verify(*args, **kwargs):\n"
         "    if args[1].shape[0] == BATCH:\n"
         "        raise ValueError('no more')\n"

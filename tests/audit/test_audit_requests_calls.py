@@ -22,6 +22,7 @@ from specproof.audit.requests import (
     raw_logits,
     request_kinds,
 )
+from specproof.audit.settings import ErrorRates
 from specproof.subjects import examples
 
 PROBLEMS = {p.name: p for p in verifier_problems(0, 64)}
@@ -88,7 +89,7 @@ def test_collision_probability_by_hand() -> None:
 
 
 def test_rows_needed_gives_the_stated_power() -> None:
-    n = rows_needed(1e-6, 1e-4, 0.05)
+    n = rows_needed(ErrorRates(alpha=1e-6, beta=1e-4, delta=0.05))
     bound = math.sqrt(math.log(2 / 1e-6) / (2 * n))
     assert math.exp(-2 * n * (0.05 - bound) ** 2) <= 1e-4
     assert math.exp(-2 * (n - 1) * (0.05 - math.sqrt(math.log(2e6) / (2 * (n - 1)))) ** 2) > 1e-4
@@ -107,7 +108,7 @@ def test_the_calls_rows() -> None:
     from specproof.subjects.bugs import identical_streams
 
     problem = calls_problem("vllm")
-    options = {"alpha": 1e-6, "beta": 1e-4, "delta": 0.2, "seed": 0}
+    options = {"rates": ErrorRates(alpha=1e-6, beta=1e-4, delta=0.2), "seed": 0}
     good = audit_calls(examples.rejection_sample, "vllm", problem, **options)  # type: ignore[arg-type]
     assert all(r.passed for r in good)
     assert {r.check for r in good} == {"unseeded", "repeat", "seeds", "inputs"}
@@ -158,8 +159,14 @@ def test_hunt_options_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
 def test_drafter_fidelity_rows_pass_a_faithful_drafter_at_t07() -> None:
     """alpha = 1e-6 per row, power 1 - 1e-4 against TV >= 0.025 (the bf16 class has exact TV
     0.045 and 0.027 on these rows at T = 0.7; its failure is test_bug_classes')."""
-    from specproof.audit.drafters import DEFAULT_FIDELITY_DELTA, bf16_tv, fidelity_rows
+    from specproof.audit.drafters import (
+        DEFAULT_FIDELITY_DELTA,
+        bf16_tv,
+        fidelity_rates,
+        fidelity_rows,
+    )
 
     assert min(bf16_tv(0.7)) > DEFAULT_FIDELITY_DELTA
-    rows = fidelity_rows(examples.sample_draft, alpha=1e-6, beta=1e-4, temperatures=(0.7,))
+    rates = fidelity_rates(ErrorRates(alpha=1e-6, beta=1e-4))
+    rows = fidelity_rows(examples.sample_draft, rates=rates, temperatures=(0.7,))
     assert len(rows) == 2 and all(r.passed and r.delta == DEFAULT_FIDELITY_DELTA for r in rows)

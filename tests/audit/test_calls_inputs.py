@@ -18,9 +18,10 @@ from specproof.optimized.call_shapes import VllmRejectionSample, accepts_call_sh
 from specproof.audit.calls import audit_calls
 from specproof.audit.cases import calls_problem
 from specproof.audit.report import INFO, AuditReport
+from specproof.audit.settings import ErrorRates
 from specproof.subjects import examples
 
-OPTIONS = {"alpha": 1e-6, "beta": 1e-4, "delta": 0.2, "seed": 0}
+OPTIONS = {"rates": ErrorRates(alpha=1e-6, beta=1e-4, delta=0.2), "seed": 0}
 
 
 def divides_in_place(

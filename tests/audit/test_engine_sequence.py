@@ -26,6 +26,7 @@ from specproof.audit.engine.sequence import (
     stop_cell,
     timed_sequence_rows,
 )
+from specproof.audit.settings import ErrorRates
 from specproof.stats import goodness_of_fit
 from specproof.subjects.sequence_examples import (
     EOS,
@@ -63,7 +64,7 @@ def test_runs_needed_reaches_the_stated_power() -> None:
     from specproof.stats import hoeffding_threshold
 
     for delta in (0.1, 0.2):
-        n = runs_needed(delta, ALPHA, BETA)
+        n = runs_needed(ErrorRates(ALPHA, BETA, delta, tolerance=0.0))
         threshold = 2 * hoeffding_threshold(n, STOP_BINS + 1, ALPHA / 2)
         assert math.exp(-((delta - threshold) ** 2) * n) <= BETA
         assert math.exp(-((delta - threshold) ** 2) * (n - 2)) > BETA * 0.99
@@ -95,7 +96,7 @@ def test_the_drift_mutant_fails_both_sequence_rows() -> None:
     )
     shift = (mean_length(EOS_MASS, TOKENS) - mean_length(MUTANT_EOS_MASS, TOKENS)) / TOKENS
     rows, cost = timed_sequence_rows(
-        drift_mutant(), TOKENS, alpha=ALPHA, beta=BETA, delta=0.15, tolerance=tolerance
+        drift_mutant(), TOKENS, rates=ErrorRates(ALPHA, BETA, 0.15, tolerance)
     )
     n = cost["runs"]
     assert [(r.check, r.verdict) for r in rows[:1]] == [("layout", "pass")]
@@ -150,7 +151,7 @@ def test_cli_refuses_sequence_rows_without_eos(capsys: pytest.CaptureFixture[str
 def test_the_correct_engine_passes_at_the_default_settings() -> None:
     """delta = 0.1: 10,250 runs of up to 64 tokens (about 45 s here)."""
     rows, _ = timed_sequence_rows(
-        long_engine(), TOKENS, alpha=ALPHA, beta=BETA, delta=0.1, tolerance=TOKENS * 1e-4
+        long_engine(), TOKENS, rates=ErrorRates(ALPHA, BETA, 0.1, TOKENS * 1e-4)
     )
     assert all(r.passed for r in rows), [r.summary for r in rows]
 

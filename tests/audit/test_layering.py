@@ -11,6 +11,7 @@ import specproof.audit
 
 ROOT = Path(__file__).resolve().parents[2] / "specproof"
 ORDER = [
+    "settings",
     "requests",
     "errors",
     "ids",

@@ -10,6 +10,7 @@ import torch
 
 from specproof.audit import audit_verifier
 from specproof.audit.nonfinite import nonfinite_rows
+from specproof.audit.settings import CallLimits
 from specproof.subjects import examples
 
 CAP = 5
@@ -39,7 +40,7 @@ def test_the_nonfinite_rows_keep_the_cap(signature: str) -> None:
     this verifier's robustness rows stopped at an out-of-memory limit."""
     fn, size_of = SIGNATURES[signature]
     sizes: list[int] = []
-    rows = nonfinite_rows(counting(fn, size_of, sizes), signature, 0, CAP)  # type: ignore[arg-type]
+    rows = nonfinite_rows(counting(fn, size_of, sizes), signature, 0, CallLimits(max_batch=CAP))  # type: ignore[arg-type]
     assert sizes and max(sizes) <= CAP, sizes
     assert all(r.passed for r in rows), [r.summary for r in rows]
 
@@ -59,7 +60,7 @@ def test_a_part_returning_the_wrong_rows_fails_the_row() -> None:
     def drops_a_row(*args: Any) -> torch.Tensor:
         return torch.zeros((len(args[1]) - 1, 4), dtype=torch.int64)
 
-    rows = nonfinite_rows(drops_a_row, "vllm", 0, CAP)
+    rows = nonfinite_rows(drops_a_row, "vllm", 0, CallLimits(max_batch=CAP))
     assert all(r.verdict == "FAIL" for r in rows), [r.summary for r in rows]
     assert all("expected [" in r.summary for r in rows), [r.summary for r in rows]
 

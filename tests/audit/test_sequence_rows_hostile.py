@@ -22,10 +22,11 @@ from specproof.audit.engine.cli import main
 from specproof.audit.engine.sequence import timed_sequence_rows
 from specproof.audit.engine.subject import Engine
 from specproof.audit.guard import settle
+from specproof.audit.settings import ErrorRates
 from specproof.subjects.sequence_examples import EOS, PROMPT, TARGET, VOCAB, target_probs
 
 TOKENS = 16
-SETTINGS = {"alpha": 1e-6, "beta": 1e-4, "delta": 0.5, "tolerance": 0.0}
+SETTINGS = {"rates": ErrorRates(alpha=1e-6, beta=1e-4, delta=0.5, tolerance=0.0)}
 
 
 CDF = np.cumsum(TARGET.float().double().numpy(), axis=-1)

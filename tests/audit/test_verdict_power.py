@@ -25,6 +25,7 @@ from specproof.audit.filters import FilterProblem
 from specproof.audit.report import AuditReport, exact_row, limit_row, publish
 from specproof.audit.rounds import verifier_round
 from specproof.audit.run import audit_problem
+from specproof.audit.settings import ErrorRates
 from specproof.command_rules import (
     EXIT_STATUS_HELP,
     INCONCLUSIVE,
@@ -137,10 +138,7 @@ def test_too_few_rounds_are_inconclusive() -> None:
     rows = audit_problem(
         SMALL,
         verifier_round(examples.rejection_sample, "vllm"),
-        alpha=1e-6,
-        beta=1e-4,
-        delta=0.2,
-        tolerance=1e-4,
+        rates=ErrorRates(alpha=1e-6, beta=1e-4, delta=0.2, tolerance=1e-4),
         seed=0,
         rounds=50,
     )

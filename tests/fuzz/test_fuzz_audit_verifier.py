@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from specproof.audit.calls import audit_calls
 from specproof.audit.cases import calls_problem
 from specproof.audit.hunt import hunt_case, hunt_cases
+from specproof.audit.settings import ErrorRates
 from specproof.subjects import examples
 
 PROBLEM = calls_problem("flashinfer")
@@ -64,9 +65,7 @@ def test_the_calls_rows_fail_a_verifier_that_answers_wrong_once(bad_call: int, w
         once_wrong(bad_call, wrong),
         "flashinfer",
         PROBLEM,
-        alpha=1e-6,
-        beta=1e-4,
-        delta=0.5,
+        rates=ErrorRates(alpha=1e-6, beta=1e-4, delta=0.5),
         seed=0,
     )
     assert rows[0].verdict == "FAIL", rows

@@ -10,7 +10,8 @@ import torch
 
 from ..guard import Guard, SubjectFailure
 from ..report import AuditReport, CaseResult
-from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, rounds_needed
+from ..run import rounds_needed
+from ..settings import ErrorRates, settled
 from .coverage import coverage_row
 from .laws import first_tokens_law, next_token_rows
 from .rows import (
@@ -31,12 +32,14 @@ from .runs import (
     sample_runs,
     target_vocab,
 )
-from .sequence import sequence_problem, simulation_problem, timed_sequence_rows
+from .sequence import sequence_problem, sequence_rates, simulation_problem, timed_sequence_rows
 from .subject import Emission, Engine
 
 DEFAULT_DELTA = 0.1
 """Engines cost a model call per round; delta = 0.1 keeps a default audit to a few thousand
 runs (the function audit's 0.05 would take four times as many)."""
+DEFAULT_RATES = ErrorRates(delta=DEFAULT_DELTA)
+"""The engine audit's rates: the verifier audit's alpha, beta and tolerance, its own delta."""
 DEFAULT_BINS = 10
 DEFAULT_TOKENS = 4
 """New tokens per run unless told (``--tokens``): the one default of every engine audit, its
@@ -109,10 +112,11 @@ def audit_engine(
     *,
     num_new_tokens: int = DEFAULT_TOKENS,
     runs: int | None = None,
-    alpha: float = DEFAULT_ALPHA,
-    beta: float = DEFAULT_BETA,
-    delta: float = DEFAULT_DELTA,
-    tolerance: float = DEFAULT_TOLERANCE,
+    rates: ErrorRates | None = None,
+    alpha: float | None = None,
+    beta: float | None = None,
+    delta: float | None = None,
+    tolerance: float | None = None,
     bins: int = DEFAULT_BINS,
     seed: int = 0,
     bars: Bars | None = None,
@@ -121,6 +125,9 @@ def audit_engine(
 ) -> EngineReport:
     """Run ``engine`` ``runs`` times (default: the n that gives every statistical row power
     >= 1 - beta against TV >= delta) and test what it emitted against the target's law.
+    ``rates`` (:class:`~specproof.audit.settings.ErrorRates`) goes to every row as given;
+    without it, it is made here from ``alpha``, ``beta``, ``delta`` and ``tolerance`` (each
+    left out takes its default: :data:`DEFAULT_RATES`); giving both is refused.
 
     A subject that raises, returns what its contract rules out, or is still running after
     ``timeout`` seconds ends the audit with a FAIL row saying so, after the rows already run.
@@ -128,10 +135,11 @@ def audit_engine(
     rows too large to hold. ``sequence_tokens``: also the sequence rows (:mod:`.sequence`)
     over separate runs of that many tokens (the engine needs an EOS)."""
     start = time.perf_counter()
+    rates = settled(rates, DEFAULT_RATES, alpha=alpha, beta=beta, delta=delta, tolerance=tolerance)
     if sequence_tokens and not engine.eos_ids:
         raise SetupError("eos", "the sequence rows need the engine's EOS (it has none)")
     if sequence_tokens:
-        problem = sequence_problem(sequence_tokens, alpha, beta, delta, tolerance)
+        problem = sequence_problem(sequence_tokens, rates)
         if problem:
             raise SetupError("sequence", problem)
     guard = Guard(timeout)
@@ -141,7 +149,7 @@ def audit_engine(
     planned: int | None = runs
     try:
         vocab = target_vocab(probs, engine)
-        settings = Settings(alpha, beta, delta, tolerance, bins)
+        settings = Settings(rates, bins)
         exact_tokens = 0 if engine.greedy else exact_tokens_for(vocab, num_new_tokens)
         law = (
             first_tokens_law(probs, engine.prompt, exact_tokens, engine.eos_ids)
@@ -152,7 +160,7 @@ def audit_engine(
             planned = GREEDY_RUNS
             if not engine.greedy:
                 uniform = dict.fromkeys(range(bins), 1 / bins)  # the PIT rows' law
-                planned = rounds_needed([uniform, law or {(): 1.0}], alpha, beta, delta, tolerance)
+                planned = rounds_needed([uniform, law or {(): 1.0}], rates)
         check_plan(engine, vocab, planned, num_new_tokens, sequence_tokens)
         prompts = run_prompts(engine, planned, vocab, seed)
         emitted = sample_runs(engine, prompts, num_new_tokens, seed, bars, guard)
@@ -219,10 +227,7 @@ def add_sequence_rows(
     rows, cost = timed_sequence_rows(
         engine,
         tokens,
-        alpha=settings.alpha,
-        beta=settings.beta,
-        delta=settings.delta,
-        tolerance=settings.tolerance * tokens,
+        rates=sequence_rates(settings.rates, tokens),
         seed=seed,
         bars=bars,
         guard=guard,
@@ -232,5 +237,5 @@ def add_sequence_rows(
     report.notes.append(
         f"sequence rows: {cost['runs']:.0f} engine runs of up to {tokens} tokens "
         f"({cost['engine_seconds']:.1f} s) and as many drawn from the target "
-        f"({cost['target_seconds']:.1f} s); tolerance {tokens} x {settings.tolerance:g}"
+        f"({cost['target_seconds']:.1f} s); tolerance {tokens} x {settings.rates.tolerance:g}"
     )

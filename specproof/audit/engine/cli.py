@@ -19,7 +19,8 @@ from specproof.command_rules import (
 from ..cli import _positive, _rate, _tolerance
 from ..guard import describe
 from ..report import publish
-from ..run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, progress_bar
+from ..run import progress_bar
+from ..settings import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, ErrorRates
 from .audit import DEFAULT_BINS, DEFAULT_DELTA, DEFAULT_TOKENS, audit_engine
 from .runs import SetupError
 from .subject import Engine
@@ -255,12 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.delta <= args.tolerance:
         return usage_error(PROG, "--delta must exceed --tolerance")
+    # Made once here; the sizing, the sequence check and every row receive this same object.
+    rates = ErrorRates(args.alpha, args.beta, args.delta, args.tolerance)
     if args.json and (problem := output_path_problem("--json", args.json)):
         return usage_error(PROG, problem)
     if args.sequence:
         from .sequence import sequence_problem
 
-        reason = sequence_problem(args.sequence, args.alpha, args.beta, args.delta, args.tolerance)
+        reason = sequence_problem(args.sequence, rates)
         if reason:
             return usage_error(PROG, f"--sequence {args.sequence}: {reason}")
     import torch
@@ -275,10 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             engine,
             num_new_tokens=args.tokens,
             runs=args.runs,
-            alpha=args.alpha,
-            beta=args.beta,
-            delta=args.delta,
-            tolerance=args.tolerance,
+            rates=rates,
             bins=args.bins,
             seed=args.seed,
             bars=None if args.quiet else progress_bar(),

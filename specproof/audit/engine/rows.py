@@ -25,6 +25,7 @@ import numpy as np
 from specproof.stats import FitResult, goodness_of_fit
 
 from ..report import CaseResult, exact_row
+from ..settings import ErrorRates
 from .subject import Emission
 
 NEAR_TIE = 1e-4
@@ -33,10 +34,10 @@ NEAR_TIE = 1e-4
 
 @dataclass(frozen=True)
 class Settings:
-    alpha: float
-    beta: float
-    delta: float
-    tolerance: float
+    """The audit's error rates (made once, by the command or :func:`.audit.audit_engine`) and
+    the PIT rows' bins."""
+
+    rates: ErrorRates
     bins: int
 
 
@@ -44,13 +45,14 @@ def tested_row(
     case: str, check: str, counts: Mapping[Any, int], law: Mapping[Any, float], settings: Settings
 ) -> CaseResult:
     """The goodness-of-fit test of ``counts`` against ``law`` at the audit's settings, as a row."""
+    rates = settings.rates
     fit = goodness_of_fit(
         counts,
         law,
-        alpha=settings.alpha,
-        beta=settings.beta,
-        delta=settings.delta,
-        tolerance=settings.tolerance,
+        alpha=rates.alpha,
+        beta=rates.beta,
+        delta=rates.delta,
+        tolerance=rates.tolerance,
         name=f"{case}/{check}",
     )
     return fit_row(case, check, fit, settings)
@@ -59,7 +61,7 @@ def tested_row(
 def fit_row(case: str, check: str, fit: FitResult, settings: Settings) -> CaseResult:
     """A statistical row: beta is the goal's miss rate, ``power`` what this n reaches against
     delta (short of 1 - beta, the report is inconclusive)."""
-    power = fit.power
+    power, rates = fit.power, settings.rates
     relation = ">=" if fit.rejected else "<"
     return CaseResult(
         case=case,
@@ -67,14 +69,14 @@ def fit_row(case: str, check: str, fit: FitResult, settings: Settings) -> CaseRe
         n=fit.n,
         tv_estimate=fit.tv_estimate,
         bound=fit.bound,
-        alpha=settings.alpha,
-        beta=settings.beta,
-        delta=settings.delta,
+        alpha=rates.alpha,
+        beta=rates.beta,
+        delta=rates.delta,
         verdict=fit.verdict,
         detail=fit.describe(),
         summary=(
             f"TV estimate {fit.tv_estimate:.4f} {relation} bound {fit.bound:.4f}, "
-            f"{fit.cells} cells (power {power:.4f} at TV {settings.delta:g})"
+            f"{fit.cells} cells (power {power:.4f} at TV {rates.delta:g})"
         ),
         power=power,
     )

@@ -30,6 +30,7 @@ arguments are checked before any run (:func:`sequence_problem`, :func:`simulatio
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -41,6 +42,7 @@ from specproof.stats import hoeffding_threshold
 
 from ..guard import Guard, SubjectFailure
 from ..report import CaseResult
+from ..settings import ErrorRates
 from .laws import probability_rows
 from .rows import layout_row
 from .runs import failure_row, guarded_probs, sample_runs, target_vocab
@@ -67,24 +69,31 @@ def stop_cell(tokens: Sequence[int], eos: frozenset[int], length: int) -> int:
     return min((stop - 1) * STOP_BINS // length, STOP_BINS - 1)
 
 
-def runs_needed(delta: float, alpha: float, beta: float, tolerance: float = 0.0) -> int:
+def runs_needed(rates: ErrorRates) -> int:
     """n per side at which both rows reach power 1 - beta against delta (the ``stop`` row's
-    threshold is the larger: two BHC thresholds over STOP_BINS + 1 cells at alpha / 2)."""
-    margin = delta - tolerance
-    if not 0 < margin <= 1:
-        raise ValueError(f"need 0 < delta - tolerance <= 1, got {delta}, {tolerance}")
+    threshold is the larger: two BHC thresholds over STOP_BINS + 1 cells at alpha / 2);
+    ``rates.tolerance`` is the sequence rows' own (``tokens`` x the audit's)."""
+    alpha, beta = rates.alpha, rates.beta
+    margin = rates.delta - rates.tolerance  # in (0, 1): ErrorRates holds delta > tolerance
     cells = STOP_BINS + 1
     subsets = math.log(2.0**cells - 2)
     root = math.sqrt(2 * (subsets - math.log(alpha / 2))) + math.sqrt(-math.log(beta))
     return math.ceil((root / margin) ** 2)
 
 
-def sequence_problem(tokens: int, alpha: float, beta: float, delta: float, tolerance: float) -> str:
-    """Why sequence rows of ``tokens`` tokens cannot run at these settings ("" when they can),
-    known before any run: their tolerance (``tokens`` x ``tolerance``) must stay below delta,
-    and the runs' ids must fit in :data:`MAX_ANSWER_BYTES`."""
+def sequence_rates(rates: ErrorRates, tokens: int) -> ErrorRates:
+    """The sequence rows' rates: the audit's, with a tolerance of ``tokens`` x its own (a TV
+    per token adds up over a run); refused (ValueError) when that reaches delta."""
+    return dataclasses.replace(rates, tolerance=tokens * rates.tolerance)
+
+
+def sequence_problem(tokens: int, rates: ErrorRates) -> str:
+    """Why sequence rows of ``tokens`` tokens cannot run at the audit's ``rates`` ("" when
+    they can), known before any run: their tolerance (``tokens`` x ``rates.tolerance``) must
+    stay below delta, and the runs' ids must fit in :data:`MAX_ANSWER_BYTES`."""
     if tokens < 1:
         return f"{tokens} tokens: need at least 1"
+    delta, tolerance = rates.delta, rates.tolerance
     spread = tokens * tolerance
     if spread >= delta:
         return (
@@ -92,7 +101,7 @@ def sequence_problem(tokens: int, alpha: float, beta: float, delta: float, toler
             f"tolerance, and it must stay below delta {delta:g}: ask for fewer tokens, a larger "
             "delta or a smaller tolerance"
         )
-    runs = runs_needed(delta, alpha, beta, spread)
+    runs = runs_needed(sequence_rates(rates, tokens))
     size = 2 * runs * tokens * 8
     if size > MAX_ANSWER_BYTES:
         return (
@@ -169,11 +178,10 @@ def _row(
     statistic: float,
     bound: float,
     power: float,
-    alpha: float,
-    beta: float,
-    delta: float,
+    rates: ErrorRates,
     what: str,
 ) -> CaseResult:
+    delta = rates.delta
     rejected = statistic >= bound
     relation = ">=" if rejected else "<"
     summary = (
@@ -185,8 +193,8 @@ def _row(
         n=n,
         tv_estimate=statistic,
         bound=bound,
-        alpha=alpha,
-        beta=beta,
+        alpha=rates.alpha,
+        beta=rates.beta,
         delta=delta,
         verdict="FAIL" if rejected else "pass",
         detail=f"{case}/{check}: {summary}; engine runs and target runs, {n} each",
@@ -202,12 +210,10 @@ def stop_row(
     eos: frozenset[int],
     tokens: int,
     *,
-    alpha: float,
-    beta: float,
-    delta: float,
-    tolerance: float,
+    rates: ErrorRates,
 ) -> CaseResult:
     """Two-sample test of the stopping time's law (binned), see the module docstring."""
+    alpha, delta, tolerance = rates.alpha, rates.delta, rates.tolerance
     m, n = len(engine_runs), len(target_runs)
     cells = STOP_BINS + 1
     mine = np.bincount([stop_cell(r, eos, tokens) for r in engine_runs], minlength=cells) / m
@@ -218,7 +224,7 @@ def stop_row(
     ) + tolerance
     gap = delta - bound
     power = 0.0 if gap <= 0 else 1 - math.exp(-2 * gap * gap / (1 / m + 1 / n))
-    return _row(case, "stop", m, statistic, bound, power, alpha, beta, delta, "TV estimate")
+    return _row(case, "stop", m, statistic, bound, power, rates, "TV estimate")
 
 
 def length_row(
@@ -227,12 +233,10 @@ def length_row(
     target_runs: Sequence[Sequence[int]],
     tokens: int,
     *,
-    alpha: float,
-    beta: float,
-    delta: float,
-    tolerance: float,
+    rates: ErrorRates,
 ) -> CaseResult:
     """Two-sample Hoeffding test of the mean emitted length / ``tokens``."""
+    alpha, delta, tolerance = rates.alpha, rates.delta, rates.tolerance
     m, n = len(engine_runs), len(target_runs)
     mine = float(np.mean([len(r) for r in engine_runs])) / tokens
     theirs = float(np.mean([len(r) for r in target_runs])) / tokens
@@ -241,7 +245,7 @@ def length_row(
     gap = delta - bound
     power = 0.0 if gap <= 0 else 1 - math.exp(-2 * gap * gap / spread)
     what = f"mean length {mine * tokens:.1f} vs {theirs * tokens:.1f}: difference / {tokens}"
-    return _row(case, "length", m, abs(mine - theirs), bound, power, alpha, beta, delta, what)
+    return _row(case, "length", m, abs(mine - theirs), bound, power, rates, what)
 
 
 def sequence_case(engine: Engine, tokens: int) -> str:
@@ -253,10 +257,7 @@ def sequence_rows(
     runs: list[Emission],
     tokens: int,
     *,
-    alpha: float,
-    beta: float,
-    delta: float,
-    tolerance: float,
+    rates: ErrorRates,
     seed: int,
     progress: Callable[[int, int], None] | None = None,
     target_probs: TargetProbs | None = None,
@@ -273,11 +274,10 @@ def sequence_rows(
         probs, engine.prompt, engine.eos_ids, tokens, len(runs), rng, progress, batch
     )
     emitted = [r.tokens for r in runs]
-    settings = {"alpha": alpha, "beta": beta, "delta": delta, "tolerance": tolerance}
     case = sequence_case(engine, tokens)
     return [
-        stop_row(case, emitted, target, engine.eos_ids, tokens, **settings),
-        length_row(case, emitted, target, tokens, **settings),
+        stop_row(case, emitted, target, engine.eos_ids, tokens, rates=rates),
+        length_row(case, emitted, target, tokens, rates=rates),
     ]
 
 
@@ -286,22 +286,20 @@ def timed_sequence_rows(
     tokens: int = SEQUENCE_TOKENS,
     runs: int | None = None,
     *,
-    alpha: float,
-    beta: float,
-    delta: float,
-    tolerance: float,
+    rates: ErrorRates,
     seed: int = 0,
     bars: Callable[[str], Callable[[int, int], None]] | None = None,
     guard: Guard | None = None,
     target_probs: TargetProbs | None = None,
 ) -> tuple[list[CaseResult], dict[str, float]]:
     """Run the engine ``runs`` times (default :func:`runs_needed`) for ``tokens`` tokens and
-    return the rows (``layout`` first, as for the 4-token runs) with the seconds spent on the
-    engine and on the target's simulation. ``target_probs``: the engine's, already guarded and
+    return the rows (``layout`` first, as for the 4-token runs), tested at ``rates`` (whose
+    tolerance is the sequence rows' own, :func:`sequence_rates`), with the seconds spent on
+    the engine and on the target's simulation. ``target_probs``: the engine's, already guarded and
     holding the V of earlier answers (:func:`.audit.guarded_probs`), or None to guard them
     here. A subject that misbehaves (a run out of layout, a call that raises, returns what its
     contract rules out or runs past ``guard``'s time limit) ends the rows with a FAIL row."""
-    n = runs or runs_needed(delta, alpha, beta, tolerance)
+    n = runs or runs_needed(rates)
     case = sequence_case(engine, tokens)
     guard = guard or Guard()
     probs = target_probs or guarded_probs(guard, engine)
@@ -321,10 +319,7 @@ def timed_sequence_rows(
             engine,
             emitted,
             tokens,
-            alpha=alpha,
-            beta=beta,
-            delta=delta,
-            tolerance=tolerance,
+            rates=rates,
             seed=seed,
             progress=bars(f"{engine.name} target") if bars else None,
             target_probs=probs,

@@ -19,6 +19,7 @@ from ..drafting import Drafts
 from ..errors import VerifierError
 from ..problems import PLACEHOLDER, TableProblem
 from ..requests import GREEDY_TEMPERATURE, RequestParams
+from ..settings import DEFAULT_MAX_BATCH
 
 Verifier = Callable[..., Any]
 Corrupt = Callable[[torch.Tensor], torch.Tensor]
@@ -27,11 +28,6 @@ values written at the corrupted rows' positions."""
 HuntCall = Callable[[int, torch.Generator], torch.Tensor]
 """(rounds, generator) -> [batch, gamma + 1] outputs of one hunt call."""
 Call = Callable[[], torch.Tensor]
-
-DEFAULT_MAX_BATCH = 1024
-"""Requests per verifier call (``--max-batch``): the order of what an engine verifies in one
-step. Larger calls can exhaust a verifier that is correct at engine sizes (vllm-ascend's
-pure-PyTorch fallback builds tokens x requests masks); the audit calls more often instead."""
 
 
 def accepts_generator(fn: Verifier) -> bool:
