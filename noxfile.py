@@ -297,3 +297,24 @@ def audit_mlx(session: nox.Session) -> None:
         "python", "-m", "specproof.audit.engine.real_audit", "mlx-lm", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
+
+
+@nox.session(
+    python="3.11", name="audit-openvino", venv_backend="venv", reuse_venv=True, default=False
+)
+def audit_openvino(session: nox.Session) -> None:
+    """OpenVINO GenAI (openvino-genai 2026.4.1.0 with openvino 2026.4.1 and openvino-tokenizers
+    2026.4.1.0, wheels: no build) audited in place on the same tiny models, in its own venv.
+    Writes the OpenVINO GenAI entries of benchmarks/engine_audit_real.json and .md."""
+    session.install(
+        "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
+        "openvino==2026.4.1", "openvino-tokenizers==2026.4.1.0", "openvino-genai==2026.4.1.0",
+        "sentencepiece",
+    )  # fmt: skip
+    session.install("--no-deps", "-e", ".")
+    session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
+    session.run("python", "-m", "pytest", "tests/audit/test_openvino_engine.py", "-q")
+    session.run(
+        "python", "-m", "specproof.audit.engine.real_audit", "openvino", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip

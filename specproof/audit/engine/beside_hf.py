@@ -87,10 +87,12 @@ def audit_beside_hf(
     runs: int | None,
     out: Path,
     prompt: object = None,
+    notes: Callable[[], list[str]] | None = None,
 ) -> None:
     """Build the engine, audit it at a tolerance covering its gap to HF, write its entry to
     ``out`` and print the report; ``prompt``: how the entry shows the prompt (the
-    configuration's own by default)."""
+    configuration's own by default); ``notes``: the engine's own notes, read after the audit
+    (counters it kept while running)."""
     from ..run import DEFAULT_TOLERANCE, progress_bar
     from .audit import audit_engine
     from .real_table import entry
@@ -109,6 +111,7 @@ def audit_beside_hf(
         f"{gap_tv:.2e} ({GAP_SEQUENCES} random sequences of {GAP_LENGTH}); "
         f"--tolerance {tolerance:.2e}"
     )
+    report.notes += notes() if notes else []
     coverage = next((r for r in report.results if r.check == "coverage"), None)
     record = entry(
         engine_name,
