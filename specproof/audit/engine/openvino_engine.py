@@ -7,11 +7,13 @@ tokenizer/detokenizer as OpenVINO IR beside it, and the audit loads those IR fol
 model must be an IR folder). The audit hands the engine token ids and never tokenizes text.
 
 One call is ``ContinuousBatchingPipeline.generate`` on a batch of prompts, each request with
-its own ``GenerationConfig`` (``rng_seed`` per request, ``ignore_eos``, ``max_new_tokens``);
-the pipeline keeps one random generator per request, seeded by its ``rng_seed``. Speculation
+its own ``GenerationConfig`` (``rng_seed`` per request, ``ignore_eos``, ``max_new_tokens``),
+added with ``add_request`` and stepped to the end as ``generate`` does; the pipeline keeps one
+random generator per request, seeded by its ``rng_seed``. Speculation
 is the pipeline's own: a draft model (``draft_model`` property, ``num_assistant_tokens``) or
 prompt lookup (``prompt_lookup`` property, ``num_assistant_tokens`` and ``max_ngram_size``).
-The engine's counters of drafted and accepted tokens are per call, summed over the audit.
+Each request's new tokens are read after every step (one verification round), and their
+counts kept as a note (the engine reports no per-request draft lengths).
 
 The law: HF transformers on the same float16-rounded weights, through OpenVINO GenAI's chain
 (``LogitProcessor``): top-k on the logits, softmax at the temperature, min-p against the most
@@ -21,9 +23,11 @@ whose cumulative probability exceeds ``top_p``, renormalised at the draw.
 
 from __future__ import annotations
 
+import itertools
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -49,7 +53,7 @@ BATCH = 512
 @dataclass(frozen=True)
 class OpenVinoConfig:
     name: str
-    drafter: str  # "none", "draft" (the draft model), "lookup" (prompt lookup)
+    drafter: str  # "none", "draft" (the draft model), "target" (drafting for itself), "lookup"
     k: int
     sampling: Mapping[str, Any]
     sampling_label: str
@@ -59,9 +63,11 @@ class OpenVinoConfig:
 
     @property
     def label(self) -> str:
-        return {"none": "no draft", "lookup": f"prompt lookup k={self.k}"}.get(
-            self.drafter, f"draft model k={self.k}"
-        )
+        return {
+            "none": "no draft",
+            "lookup": f"prompt lookup k={self.k}",
+            "target": f"draft = target k={self.k}",
+        }.get(self.drafter, f"draft model k={self.k}")
 
     @property
     def greedy(self) -> bool:
@@ -79,15 +85,19 @@ SETTINGS = (
 
 def configurations() -> list[OpenVinoConfig]:
     """Every audited configuration, each control first (the same sampling and prompt,
-    speculation off): the draft model and prompt lookup, both at k = 3, in every setting."""
+    speculation off): the draft model and prompt lookup, both at k = 3, in every setting; at
+    T = 1 also the target drafting for itself (a second copy of its weights: every draft then
+    has the target's law, so a correct verifier accepts every draft and the law cannot move)."""
     out = []
     for tag, sampling, label, prompt in SETTINGS:
         tokens = GREEDY_TOKENS if sampling is GREEDY else 5
         control = f"{tag} no draft"
         out.append(OpenVinoConfig(control, "none", 0, sampling, label, tokens=tokens,
                                   prompt=prompt))  # fmt: skip
-        for drafter, name in (("draft", "draft model"), ("lookup", "prompt lookup")):
-            out.append(OpenVinoConfig(f"{tag} {name} k={K}", drafter, K, sampling, label,
+        drafters = ["draft", "lookup"] + (["target"] if sampling is T1 else [])
+        for drafter in drafters:
+            label_k = OpenVinoConfig("", drafter, K, sampling, label).label
+            out.append(OpenVinoConfig(f"{tag} {label_k}", drafter, K, sampling, label,
                                       control, tokens, prompt))  # fmt: skip
     return out
 
@@ -243,22 +253,21 @@ def engine_gap(irs: ModelPaths, target: Any) -> tuple[float, float]:
 
 
 @dataclass
-class Counters:
-    """The engine's own counts of drafted and accepted tokens, summed over calls."""
+class StepTrace:
+    """How many tokens each request received per engine step, over the whole audit: a step is
+    one verification round, so a step handing a request e > 1 tokens kept e - 1 drafted ones,
+    and k + 1 tokens mean a whole draft of k kept (the engine says nothing of what it drafted
+    per request, so the rounds' draft lengths stay unknown)."""
 
-    drafted: int = 0
-    accepted: int = 0
-    calls: int = 0
+    emitted: Counter[int] = field(default_factory=Counter)
+    requests: int = 0
 
-    def add(self, drafted: int, accepted: int) -> None:
-        self.drafted += drafted
-        self.accepted += accepted
-        self.calls += 1
-
-    def note(self) -> str:
+    def note(self, k: int) -> str:
+        histogram = " ".join(f"{e}:{self.emitted[e]}" for e in sorted(self.emitted))
+        full = self.emitted[k + 1]
         return (
-            f"engine counters (extended_perf_metrics, summed over {self.calls} calls): "
-            f"{self.drafted} tokens drafted, {self.accepted} accepted"
+            f"tokens per request per engine step over {self.requests} requests: {histogram} "
+            f"({full} steps kept a whole draft of {k}; coverage of rejections is not traced)"
         )
 
 
@@ -268,34 +277,45 @@ def start_pipeline(config: OpenVinoConfig, irs: ModelPaths) -> Any:
     scheduler = openvino_genai.SchedulerConfig()
     scheduler.cache_size = 1  # GB of KV cache: ample for the tiny models
     properties: dict[str, Any] = {}
-    if config.drafter == "draft":
-        properties["draft_model"] = openvino_genai.draft_model(str(irs.draft), "CPU")
+    if config.drafter in ("draft", "target"):
+        draft = irs.draft if config.drafter == "draft" else irs.target
+        properties["draft_model"] = openvino_genai.draft_model(str(draft), "CPU")
     elif config.drafter == "lookup":
         properties["prompt_lookup"] = True
     return openvino_genai.ContinuousBatchingPipeline(str(irs.target), scheduler, "CPU", properties)
 
 
 def openvino_engine(
-    config: OpenVinoConfig, irs: ModelPaths, target: Any, counters: Counters
+    config: OpenVinoConfig, irs: ModelPaths, target: Any, trace: StepTrace
 ) -> Engine:
+    """The engine: requests added one by one (``add_request``) and the pipeline stepped until
+    every one is done, as ``generate`` does, reading each request's new tokens per step."""
     import openvino as ov
     import openvino_genai
 
     pipeline = start_pipeline(config, irs)
+    request_ids = itertools.count()
 
     def generate_many(
         prompts: list[tuple[int, ...]], num_new_tokens: int, seed: int
     ) -> list[Emission]:
-        inputs = [ov.Tensor(np.array([prompt], dtype=np.int64)) for prompt in prompts]
-        requests = [
-            openvino_genai.GenerationConfig(**generation_kwargs(config, num_new_tokens, s))
-            for s in request_seeds(seed, len(prompts))
-        ]
-        results = pipeline.generate(inputs, requests)
-        if config.drafter != "none" and results:
-            metrics = results[0].extended_perf_metrics
-            counters.add(metrics.get_num_draft_tokens(), metrics.get_num_accepted_tokens())
-        return [Emission(tuple(int(t) for t in r.m_generation_ids[0])) for r in results]
+        handles = []
+        for prompt, request_seed in zip(prompts, request_seeds(seed, len(prompts)), strict=True):
+            request = openvino_genai.GenerationConfig(
+                **generation_kwargs(config, num_new_tokens, request_seed)
+            )
+            ids = ov.Tensor(np.array([prompt], dtype=np.int64))
+            handles.append(pipeline.add_request(next(request_ids), ids, request))
+        tokens: list[list[int]] = [[] for _ in prompts]
+        while pipeline.has_non_finished_requests():
+            pipeline.step()
+            for index, handle in enumerate(handles):
+                if handle.can_read():
+                    (output,) = handle.read().values()
+                    tokens[index] += [int(t) for t in output.generated_ids]
+                    trace.emitted[len(output.generated_ids)] += 1
+        trace.requests += len(prompts)
+        return [Emission(tuple(run)) for run in tokens]
 
     def generate(prompt: Sequence[int], num_new_tokens: int, seed: int) -> Emission:
         return generate_many([tuple(prompt)], num_new_tokens, seed)[0]
@@ -314,10 +334,9 @@ def openvino_engine(
 
 
 def installed_version() -> str:
-    import openvino
-    import openvino_genai
+    from importlib.metadata import version
 
-    return f"{openvino_genai.__version__} (openvino {openvino.__version__}, CPU)"
+    return f"{version('openvino-genai')} (openvino {version('openvino')}, CPU)"
 
 
 def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> None:
@@ -331,8 +350,8 @@ def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> N
         if config.greedy
         else list(config.prompt)
     )
-    counters = Counters()
-    build = partial(openvino_engine, config, irs, target, counters)
-    notes = (lambda: [counters.note()]) if config.drafter != "none" else None
+    trace = StepTrace()
+    build = partial(openvino_engine, config, irs, target, trace)
     audit_beside_hf("OpenVINO GenAI", installed_version(), config, build, gap, runs, out, prompt,
-                    notes=notes)  # fmt: skip
+                    notes=lambda: [trace.note(config.k)] if config.drafter != "none" else [],
+                    coverage_text_of=lambda: trace.note(config.k))  # fmt: skip

@@ -30,7 +30,12 @@ from .real_table import JSON_PATH, MD_PATH, entry, load, write
 ENGINES = ("vllm", "llama.cpp", "mlx-lm", "openvino")
 SINGLE = {"llama.cpp": "llamacpp_engine", "mlx-lm": "mlx_engine", "openvino": "openvino_engine"}
 """Engines run one configuration per child process, by their adapter module."""
-LABELS = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "mlx-lm": "mlx-lm", "openvino": "OpenVINO GenAI"}
+LABELS = {
+    "vllm": "vLLM",
+    "llama.cpp": "llama.cpp",
+    "mlx-lm": "mlx-lm",
+    "openvino": "OpenVINO GenAI",
+}
 ROOT = Path(__file__).resolve().parents[3]
 FUNCTION_AUDITS = {
     "vllm": [
