@@ -304,12 +304,18 @@ def audit_mlx(session: nox.Session) -> None:
 )
 def audit_openvino(session: nox.Session) -> None:
     """OpenVINO GenAI (openvino-genai 2026.4.1.0 with openvino 2026.4.1 and openvino-tokenizers
-    2026.4.1.0, wheels: no build) audited in place on the same tiny models, in its own venv.
-    Writes the OpenVINO GenAI entries of benchmarks/engine_audit_real.json and .md."""
+    2026.4.1.0, wheels: no build) audited in place on the same tiny models, in its own venv:
+    283 s to install on 2026-12-07 at a load average of 4-8 (pip's cache cold for the
+    OpenVINO wheels, torch from the local wheel), 1.6 GB (torch 754 MB and transformers 120 MB
+    for the HF law; openvino 180 MB, openvino-genai 17 MB, openvino-tokenizers 5 MB).
+    sentencepiece: the GGUF converter imports it; gguf: the finding's reproduction writes its
+    models with it. All ten configurations at the default n took 10 minutes on 2026-12-07
+    (about one minute each, most of it start-up). Writes the OpenVINO GenAI entries of
+    benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
         "openvino==2026.4.1", "openvino-tokenizers==2026.4.1.0", "openvino-genai==2026.4.1.0",
-        "sentencepiece",
+        "sentencepiece", "gguf==0.19.0",
     )  # fmt: skip
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
