@@ -309,8 +309,9 @@ def audit_openvino(session: nox.Session) -> None:
     OpenVINO wheels, torch from the local wheel), 1.6 GB (torch 754 MB and transformers 120 MB
     for the HF law; openvino 180 MB, openvino-genai 17 MB, openvino-tokenizers 5 MB).
     sentencepiece: the GGUF converter imports it; gguf: the finding's reproduction writes its
-    models with it. All ten configurations at the default n took 10 minutes on 2026-12-07
-    (about one minute each, most of it start-up). Writes the OpenVINO GenAI entries of
+    models with it. On 2026-12-07 the whole session (its tests, then all ten configurations at
+    the default n) took 6 min 10 s at a load average of 2-4; the first run, which converts the
+    models, took 9 min 37 s at 8. Writes the OpenVINO GenAI entries of
     benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
