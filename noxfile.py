@@ -321,6 +321,10 @@ def audit_openvino(session: nox.Session) -> None:
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
     session.run("python", "-m", "pytest", "tests/audit/test_openvino_engine.py", "-q")
+    # docs/findings/openvino_genai_speculative_sampling.md: exits 1 while the finding stands.
+    session.run(
+        "python", "docs/findings/openvino_genai_speculative_sampling.py", success_codes=[1]
+    )  # fmt: skip
     session.run(
         "python", "-m", "specproof.audit.engine.real_audit", "openvino", *session.posargs,
         env=REAL_ENGINE_ENV,
