@@ -114,10 +114,14 @@ def audit_beside_hf(
     runs: int | None,
     out: Path,
     prompt: object = None,
+    notes: Callable[[], list[str]] | None = None,
+    coverage_text_of: Callable[[], str] | None = None,
 ) -> None:
     """Build the engine, audit it at a tolerance covering its gap to HF, write its entry to
     ``out`` and print the report; ``prompt``: how the entry shows the prompt (the
-    configuration's own by default)."""
+    configuration's own by default); ``notes``: the engine's own notes, read after the audit
+    (counters it kept while running); ``coverage_text_of``: the coverage column for an engine
+    whose runs carry no rounds (what it traced instead)."""
     from specproof.audit.engine.audit import audit_engine
     from specproof.audit.run import DEFAULT_TOLERANCE, progress_bar
 
@@ -135,7 +139,12 @@ def audit_beside_hf(
         f"{gap_tv:.2e} ({GAP_SEQUENCES} random sequences of {GAP_LENGTH}); "
         f"--tolerance {tolerance:.2e}"
     )
+    report.notes += notes() if notes else []
     coverage = next((r for r in report.results if r.check == "coverage"), None)
+    if coverage is None or config.drafter == "none":
+        column = "-"
+    else:
+        column = coverage_text_of() if coverage_text_of else coverage_text(coverage)
     record = entry(
         engine_name,
         version,
@@ -152,7 +161,7 @@ def audit_beside_hf(
             "tolerance": tolerance,
             "startup_seconds": round(startup, 1),
         },
-        coverage="-" if coverage is None or config.drafter == "none" else coverage_text(coverage),
+        coverage=column,
     )
     print(report.table(), file=sys.stderr, flush=True)
     out.write_text(json.dumps(record))

@@ -1,4 +1,4 @@
-"""Audit the installed vLLM (or llama.cpp, or mlx-lm) in place on the tiny models of
+"""Audit the installed vLLM (or llama.cpp, mlx-lm, OpenVINO GenAI) in place on the tiny models of
 :mod:`.real_models`: every configuration of the engine, each in its own process (the engine is
 started once per configuration), then the function-level audits of the engine's own sampler;
 results merged into benchmarks/engine_audit_real.json and .md.
@@ -28,10 +28,15 @@ from specproof.subjects.real_eagle import save_eagle
 from specproof.subjects.real_models import PROMPT, ModelPaths, build_models
 from specproof.tables.real_table import JSON_PATH, MD_PATH, load, write
 
-ENGINES = ("vllm", "llama.cpp", "mlx-lm")
-SINGLE = {"llama.cpp": "llamacpp_engine", "mlx-lm": "mlx_engine"}
+ENGINES = ("vllm", "llama.cpp", "mlx-lm", "openvino")
+SINGLE = {"llama.cpp": "llamacpp_engine", "mlx-lm": "mlx_engine", "openvino": "openvino_engine"}
 """Engines run one configuration per child process, by their adapter module."""
-LABELS = {"vllm": "vLLM", "llama.cpp": "llama.cpp", "mlx-lm": "mlx-lm"}
+LABELS = {
+    "vllm": "vLLM",
+    "llama.cpp": "llama.cpp",
+    "mlx-lm": "mlx-lm",
+    "openvino": "OpenVINO GenAI",
+}
 ROOT = Path(__file__).resolve().parents[2]
 FUNCTION_AUDITS = {
     "vllm": [
@@ -184,12 +189,12 @@ def adapter(engine: str) -> Any:
     """The adapter module of an engine run one configuration per process."""
     import importlib
 
-    return importlib.import_module(f"{__package__}.{SINGLE[engine]}")
+    return importlib.import_module(f"specproof.adapters.{SINGLE[engine]}")
 
 
 def configuration_groups(engine: str) -> list[list[str]]:
     """Configuration names, grouped by the engine instance they run on (vLLM: one per
-    speculative setting; llama.cpp and mlx-lm: one per configuration)."""
+    speculative setting; the others: one per configuration)."""
     if engine == "vllm":
         from specproof.adapters.vllm_engine import configurations
 

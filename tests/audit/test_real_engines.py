@@ -291,3 +291,19 @@ def test_greedy_companion_row_checks_each_request_against_its_own_prompt() -> No
     wrong = [((1, 2), (3, 4)), ((5, 6), (7, 1))]
     row = vllm_engine.greedy_companion_row(engine, wrong)
     assert row.verdict == "FAIL" and "run 1, position 2" in row.summary
+
+
+def test_each_single_configuration_engine_names_an_adapter_module() -> None:
+    """``real_audit`` runs llama.cpp, mlx-lm and OpenVINO GenAI one configuration per child
+    process, by adapter module name: each must be a module of specproof.adapters (a runner
+    that looked beside itself would find nothing once the runners and adapters had rooms of
+    their own)."""
+    import importlib.util
+
+    from specproof.tables import real_audit
+
+    for engine, module in real_audit.SINGLE.items():
+        assert importlib.util.find_spec(f"specproof.adapters.{module}") is not None, engine
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(importlib, "import_module", lambda name: name)
+        assert real_audit.adapter("mlx-lm") == "specproof.adapters.mlx_engine"

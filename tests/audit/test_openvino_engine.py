@@ -1,0 +1,119 @@
+"""The pure parts of the OpenVINO GenAI audit (no OpenVINO needed): its configurations, the
+request fields it hands the engine, the per-request seeds, and the law it tests against
+(OpenVINO GenAI's sampling chain, worked by hand). The tests that build ``GenerationConfig``s
+run only where openvino_genai is installed (the ``audit-openvino`` venv)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+from specproof.adapters import openvino_engine as oe
+from specproof.tables.real_audit import ENGINES, LABELS, configuration_groups
+
+NO_OPENVINO = importlib.util.find_spec("openvino_genai") is None
+NO_OPENVINO_REASON = "openvino_genai is installed only in the audit-openvino venv"
+
+
+def test_every_speculative_configuration_sits_beside_its_control() -> None:
+    configs = oe.configurations()
+    seen: dict[str, oe.OpenVinoConfig] = {}
+    for config in configs:
+        if config.drafter == "none":
+            assert not config.control and config.k == 0
+        else:
+            control = seen[config.control]  # listed before it
+            assert control.drafter == "none"
+            assert (control.sampling, control.prompt, control.tokens) == (
+                config.sampling,
+                config.prompt,
+                config.tokens,
+            )
+        seen[config.name] = config
+    drafted = {(c.sampling_label, c.drafter) for c in configs if c.drafter != "none"}
+    # the draft model and prompt lookup in each of three settings, at T = 1 also the target
+    assert len(drafted) == 7
+    assert oe.by_name("greedy draft model k=3").greedy
+    assert not oe.by_name("T=1 prompt lookup k=3").greedy
+    assert oe.by_name("T=1 prompt lookup k=3").label == "prompt lookup k=3"
+    assert oe.by_name("T=1 draft = target k=3").drafter == "target"
+    with pytest.raises(KeyError, match="no OpenVINO GenAI configuration"):
+        oe.by_name("nonsense")
+
+
+def test_each_configuration_runs_in_its_own_process() -> None:
+    assert "openvino" in ENGINES and LABELS["openvino"] == "OpenVINO GenAI"
+    assert configuration_groups("openvino") == [[c.name] for c in oe.configurations()]
+
+
+def test_request_fields() -> None:
+    lookup = oe.generation_kwargs(oe.by_name("truncated prompt lookup k=3"), 5, 11)
+    assert lookup == {
+        "max_new_tokens": 5, "ignore_eos": True, "do_sample": True, "rng_seed": 11,
+        "temperature": 1.0, "top_k": 5, "top_p": 0.9, "min_p": 0.05,
+        "num_assistant_tokens": 3, "max_ngram_size": 2,
+    }  # fmt: skip
+    draft = oe.generation_kwargs(oe.by_name("T=1 draft model k=3"), 5, 0)
+    assert draft["num_assistant_tokens"] == 3 and "max_ngram_size" not in draft
+    control = oe.generation_kwargs(oe.by_name("greedy no draft"), 8, 0)
+    assert control == {"max_new_tokens": 8, "ignore_eos": True, "do_sample": False,
+                       "rng_seed": 0}  # fmt: skip
+
+
+def test_request_seeds_are_distinct_within_and_across_calls() -> None:
+    first = oe.request_seeds(0, 512)
+    assert first == oe.request_seeds(0, 512)  # reproducible
+    assert len(set(first)) == 512
+    assert not set(first) & set(oe.request_seeds(1, 512))
+    assert all(0 <= s < 2**32 for s in first)
+
+
+def logits_of(*probs: float) -> torch.Tensor:
+    return torch.tensor(probs, dtype=torch.float64).log()
+
+
+def test_top_k_acts_on_logits_before_the_temperature() -> None:
+    # top-k 2 keeps 0.5 and 0.3; temperature 0.5 then squares them: [25, 9] / 34.
+    sampling = {**oe.T1, "top_k": 2, "temperature": 0.5}
+    probs = oe.chain_probs(logits_of(0.5, 0.3, 0.15, 0.05), sampling)
+    assert torch.allclose(probs, torch.tensor([25 / 34, 9 / 34, 0, 0], dtype=torch.float64))
+
+
+def test_top_p_keeps_the_token_that_crosses_it() -> None:
+    # top-p 0.75 on [0.4, 0.3, 0.2, 0.1]: 0.4 + 0.3 = 0.7 is not above 0.75, so 0.2 stays too.
+    probs = oe.chain_probs(logits_of(0.4, 0.3, 0.2, 0.1), {**oe.T1, "top_p": 0.75})
+    assert torch.allclose(probs, torch.tensor([4 / 9, 3 / 9, 2 / 9, 0], dtype=torch.float64))
+    # At exactly 0.7 the sum is not above it either: a third token is still needed.
+    exact = oe.chain_probs(logits_of(0.4, 0.3, 0.2, 0.1), {**oe.T1, "top_p": 0.7})
+    assert int((exact > 0).sum()) == 3
+
+
+def test_min_p_acts_before_top_p_without_renormalising() -> None:
+    # min-p 0.3 drops 0.1 and 0.05 (below 0.3 * 0.5); top-p 0.6 on the remaining, unrenormalised
+    # [0.5, 0.35]: 0.5 is not above 0.6, 0.85 is, so both stay. Renormalised first, 0.5 / 0.85
+    # = 0.59 would still not cross: top-p 0.55 tells them apart (kept 2 vs 1).
+    sampling = {**oe.T1, "min_p": 0.3, "top_p": 0.55}
+    probs = oe.chain_probs(logits_of(0.5, 0.35, 0.1, 0.05), sampling)
+    assert torch.allclose(probs, torch.tensor([0.5 / 0.85, 0.35 / 0.85, 0, 0], dtype=torch.float64))
+
+
+def test_greedy_law_has_the_argmax_on_top() -> None:
+    probs = oe.chain_probs(logits_of(0.2, 0.7, 0.1), oe.GREEDY)
+    assert int(probs.argmax()) == 1
+
+
+@pytest.mark.skipif(NO_OPENVINO, reason=NO_OPENVINO_REASON)
+def test_openvino_takes_every_request_as_built() -> None:
+    import openvino_genai
+
+    for config in oe.configurations():
+        fields = oe.generation_kwargs(config, config.tokens, 3)
+        request = openvino_genai.GenerationConfig(**fields)
+        request.validate()
+        for name, value in fields.items():
+            assert getattr(request, name) == pytest.approx(value), (config.name, name)
+        assert request.is_multinomial() == (not config.greedy)
+        assert request.is_prompt_lookup() == (config.drafter == "lookup")
+        assert request.is_assisting_generation() == (config.drafter != "none")
