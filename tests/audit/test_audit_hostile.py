@@ -156,7 +156,7 @@ def test_a_verifier_raising_in_the_calls_rows_exits_1_with_the_table(
     """The repeated-call rows come after the battery; a ValueError there was exit 2 (usage
     error) and the table of the battery was lost."""
     (tmp_path / "hostile_calls_subject.py").write_text(
-        "from specproof.audit import examples\n"
+        "from specproof.subjects import examples\n"
         "from specproof.audit.calls import rows_needed\n"
         "from specproof.audit.settings import ErrorRates\n"
         "BATCH = rows_needed(ErrorRates(alpha=1e-6, beta=1e-4, delta=0.5))\n"
