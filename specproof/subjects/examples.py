@@ -17,10 +17,11 @@ from specproof.subjects.flagged import (
     CORRECT,
     BugFlags,
     draft,
-    process_target_logits,
-    verify_flashinfer,
+    flashinfer_verifier,
+    hf_verifier,
     verify_hf,
-    verify_vllm,
+    vllm_logits_verifier,
+    vllm_verifier,
 )
 
 # mypy reads optimized/ as the package ``optimized`` (the wheel maps it to specproof.optimized,
@@ -37,266 +38,83 @@ MIN_P_LAST = BugFlags(filter_order="sequential")
 LLAMA_CPP_ORDER = BugFlags(filter_order="llama.cpp")
 
 
-def chain_speculative_sampling(
-    draft_probs: torch.Tensor,
-    draft_token_ids: torch.Tensor,
-    target_probs: torch.Tensor,
-    maybe_output_accepted_token_num: torch.Tensor | None = None,
-    maybe_output_emitted_draft_token_num: torch.Tensor | None = None,
-    deterministic: bool = True,
-    generator: torch.Generator | None = None,
-    seed: int | None = None,
-    offset: int | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """FlashInfer's signature and semantics, in torch: dense [B, n] drafts, -1 padding,
-    counters added to in place."""
-    return verify_flashinfer(
-        CORRECT,
-        draft_probs,
-        draft_token_ids,
-        target_probs,
-        maybe_output_accepted_token_num,
-        maybe_output_emitted_draft_token_num,
-        generator,
-    )
+chain_speculative_sampling = flashinfer_verifier(CORRECT, "chain_speculative_sampling")
+chain_speculative_sampling.__doc__ = """
+FlashInfer's signature and semantics, in torch: dense [B, n] drafts, -1 padding, counters added to
+in place.
+"""
 
+biased_chain_speculative_sampling = flashinfer_verifier(BIASED, "biased_chain_speculative_sampling")
+biased_chain_speculative_sampling.__doc__ = """
+As :func:`chain_speculative_sampling`, but the token after a rejection is drawn from p.
+"""
 
-def biased_chain_speculative_sampling(
-    draft_probs: torch.Tensor,
-    draft_token_ids: torch.Tensor,
-    target_probs: torch.Tensor,
-    maybe_output_accepted_token_num: torch.Tensor | None = None,
-    maybe_output_emitted_draft_token_num: torch.Tensor | None = None,
-    deterministic: bool = True,
-    generator: torch.Generator | None = None,
-    seed: int | None = None,
-    offset: int | None = None,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """As :func:`chain_speculative_sampling`, but the token after a rejection is drawn from p."""
-    return verify_flashinfer(
-        BIASED,
-        draft_probs,
-        draft_token_ids,
-        target_probs,
-        maybe_output_accepted_token_num,
-        maybe_output_emitted_draft_token_num,
-        generator,
-    )
+rejection_sample = vllm_verifier(CORRECT, "rejection_sample")
+rejection_sample.__doc__ = """
+vLLM's signature and semantics in torch: ragged drafts, bonus token given, -1 padding, greedy rows
+(temperature <= 0 in ``sampling_metadata``: vLLM's marker 0, or the older -1), per-request
+generators (``sampling_metadata.generators``: row -> torch.Generator). ``draft_probs`` None means
+one-hot drafts (n-gram).
+"""
 
+rejection_sample_logits = vllm_logits_verifier(CORRECT, "vllm", "rejection_sample_logits")
+rejection_sample_logits.__doc__ = """
+As :func:`rejection_sample`, with raw target logits as current vLLM hands them to its rejection
+sampler: each request's temperature, top-k, top-p and min-p (``sampling_metadata``) are applied at
+every verified position before verification, in vLLM's sampler's order (temperature, min-p, top-k,
+renormalise, top-p: the nucleus is taken on the law min-p renormalised).
+"""
 
-def rejection_sample(
-    draft_token_ids: torch.Tensor,
-    num_draft_tokens: list[int],
-    max_spec_len: int,
-    cu_num_draft_tokens: torch.Tensor,
-    draft_probs: torch.Tensor | None,
-    target_probs: torch.Tensor,
-    bonus_token_ids: torch.Tensor,
-    sampling_metadata: Any,
-) -> torch.Tensor:
-    """vLLM's signature and semantics in torch: ragged drafts, bonus token given, -1 padding,
-    greedy rows (temperature <= 0 in ``sampling_metadata``: vLLM's marker 0, or the older -1),
-    per-request generators (``sampling_metadata.generators``: row -> torch.Generator).
-    ``draft_probs`` None means one-hot drafts (n-gram)."""
-    return verify_vllm(
-        CORRECT,
-        draft_token_ids,
-        num_draft_tokens,
-        max_spec_len,
-        draft_probs,
-        target_probs,
-        bonus_token_ids,
-        sampling_metadata,
-    )
+rejection_sample_logits_min_p_last = vllm_logits_verifier(
+    MIN_P_LAST, "vllm", "rejection_sample_logits_min_p_last"
+)
+rejection_sample_logits_min_p_last.__doc__ = """
+As :func:`rejection_sample_logits`, with min-p after top-k and top-p, as transformers' warpers
+apply it (``--filter-order sequential``): where min-p and top-p both bind, the nucleus is taken on
+the law without min-p, lossy against vLLM's sampler.
+"""
 
+rejection_sample_logits_llama_cpp = vllm_logits_verifier(
+    LLAMA_CPP_ORDER, "vllm", "rejection_sample_logits_llama_cpp"
+)
+rejection_sample_logits_llama_cpp.__doc__ = """
+As :func:`rejection_sample_logits`, in llama.cpp's default sampler chain (top-k, top-p, min-p on
+softmax(logits), the temperature last; ``--filter-order llama.cpp``): min-p cuts on the untempered
+law, lossy against vLLM's sampler where that cuts other tokens.
+"""
 
-def rejection_sample_logits(
-    draft_token_ids: torch.Tensor,
-    num_draft_tokens: list[int],
-    max_spec_len: int,
-    cu_num_draft_tokens: torch.Tensor,
-    draft_probs: torch.Tensor | None,
-    target_logits: torch.Tensor,
-    bonus_token_ids: torch.Tensor,
-    sampling_metadata: Any,
-) -> torch.Tensor:
-    """As :func:`rejection_sample`, with raw target logits as current vLLM hands them to its
-    rejection sampler: each request's temperature, top-k, top-p and min-p
-    (``sampling_metadata``) are applied at every verified position before verification, in
-    vLLM's sampler's order (temperature, min-p, top-k, renormalise, top-p: the nucleus is taken
-    on the law min-p renormalised)."""
-    return _rejection_sample_logits_in(
-        CORRECT,
-        draft_token_ids,
-        num_draft_tokens,
-        max_spec_len,
-        cu_num_draft_tokens,
-        draft_probs,
-        target_logits,
-        bonus_token_ids,
-        sampling_metadata,
-    )
+rejection_sample_logits_joint = vllm_logits_verifier(JOINT, "vllm", "rejection_sample_logits_joint")
+rejection_sample_logits_joint.__doc__ = """
+As :func:`rejection_sample_logits`, with top-k and top-p both cut on the full law ("joint",
+FlashInfer's joint sampling and SGLang's regular sampler): correct where the engine samples jointly
+(``--filter-order joint``), lossy against a sequential sampler.
+"""
 
+biased_rejection_sample = vllm_verifier(BIASED, "biased_rejection_sample")
+biased_rejection_sample.__doc__ = """
+As :func:`rejection_sample`, but the recovered token is drawn from p.
+"""
 
-def _rejection_sample_logits_in(flags: BugFlags, *args: Any) -> torch.Tensor:
-    """vLLM's raw-logits signature, the target filtered in vLLM's order unless ``flags`` name
-    another."""
-    tokens, lengths, longest, _cu, draft_probs, logits, bonus, metadata = args
-    target = process_target_logits(logits, lengths, metadata, flags)
-    return verify_vllm(flags, tokens, lengths, longest, draft_probs, target, bonus, metadata)
+speculative_sampling = hf_verifier(CORRECT, "sequential", "speculative_sampling")
+speculative_sampling.__doc__ = """
+The hf signature (batch 1, logits at a temperature, in the style of HF transformers'
+``_speculative_sampling``): returns [1, m], m - 1 accepted drafts then one token. The request's
+filters reach the target side only, in transformers' order (temperature, top-k, top-p, min-p; top-p
+on the renormalised top-k law); q is the law the drafts came from.
+"""
 
+speculative_sampling_joint = hf_verifier(JOINT, "sequential", "speculative_sampling_joint")
+speculative_sampling_joint.__doc__ = """
+As :func:`speculative_sampling`, with top-k and top-p cut jointly on the full law: lossy against
+transformers' sequential warpers when both bind.
+"""
 
-def rejection_sample_logits_min_p_last(
-    draft_token_ids: torch.Tensor,
-    num_draft_tokens: list[int],
-    max_spec_len: int,
-    cu_num_draft_tokens: torch.Tensor,
-    draft_probs: torch.Tensor | None,
-    target_logits: torch.Tensor,
-    bonus_token_ids: torch.Tensor,
-    sampling_metadata: Any,
-) -> torch.Tensor:
-    """As :func:`rejection_sample_logits`, with min-p after top-k and top-p, as transformers'
-    warpers apply it (``--filter-order sequential``): where min-p and top-p both bind, the
-    nucleus is taken on the law without min-p, lossy against vLLM's sampler."""
-    return _rejection_sample_logits_in(
-        MIN_P_LAST,
-        draft_token_ids,
-        num_draft_tokens,
-        max_spec_len,
-        cu_num_draft_tokens,
-        draft_probs,
-        target_logits,
-        bonus_token_ids,
-        sampling_metadata,
-    )
-
-
-def rejection_sample_logits_llama_cpp(
-    draft_token_ids: torch.Tensor,
-    num_draft_tokens: list[int],
-    max_spec_len: int,
-    cu_num_draft_tokens: torch.Tensor,
-    draft_probs: torch.Tensor | None,
-    target_logits: torch.Tensor,
-    bonus_token_ids: torch.Tensor,
-    sampling_metadata: Any,
-) -> torch.Tensor:
-    """As :func:`rejection_sample_logits`, in llama.cpp's default sampler chain (top-k, top-p,
-    min-p on softmax(logits), the temperature last; ``--filter-order llama.cpp``): min-p cuts
-    on the untempered law, lossy against vLLM's sampler where that cuts other tokens."""
-    return _rejection_sample_logits_in(
-        LLAMA_CPP_ORDER,
-        draft_token_ids,
-        num_draft_tokens,
-        max_spec_len,
-        cu_num_draft_tokens,
-        draft_probs,
-        target_logits,
-        bonus_token_ids,
-        sampling_metadata,
-    )
-
-
-def rejection_sample_logits_joint(
-    draft_token_ids: torch.Tensor,
-    num_draft_tokens: list[int],
-    max_spec_len: int,
-    cu_num_draft_tokens: torch.Tensor,
-    draft_probs: torch.Tensor | None,
-    target_logits: torch.Tensor,
-    bonus_token_ids: torch.Tensor,
-    sampling_metadata: Any,
-) -> torch.Tensor:
-    """As :func:`rejection_sample_logits`, with top-k and top-p both cut on the full law
-    ("joint", FlashInfer's joint sampling and SGLang's regular sampler): correct where the
-    engine samples jointly (``--filter-order joint``), lossy against a sequential sampler."""
-    return _rejection_sample_logits_in(
-        JOINT,
-        draft_token_ids,
-        num_draft_tokens,
-        max_spec_len,
-        cu_num_draft_tokens,
-        draft_probs,
-        target_logits,
-        bonus_token_ids,
-        sampling_metadata,
-    )
-
-
-def biased_rejection_sample(
-    draft_token_ids: torch.Tensor,
-    num_draft_tokens: list[int],
-    max_spec_len: int,
-    cu_num_draft_tokens: torch.Tensor,
-    draft_probs: torch.Tensor | None,
-    target_probs: torch.Tensor,
-    bonus_token_ids: torch.Tensor,
-    sampling_metadata: Any,
-) -> torch.Tensor:
-    """As :func:`rejection_sample`, but the recovered token is drawn from p."""
-    return verify_vllm(
-        BIASED,
-        draft_token_ids,
-        num_draft_tokens,
-        max_spec_len,
-        draft_probs,
-        target_probs,
-        bonus_token_ids,
-        sampling_metadata,
-    )
-
-
-def speculative_sampling(
-    draft_tokens: torch.Tensor,
-    draft_logits: torch.Tensor,
-    target_logits: torch.Tensor,
-    temperature: float,
-    *,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    min_p: float | None = None,
-) -> torch.Tensor:
-    """The hf signature (batch 1, logits at a temperature, in the style of HF transformers'
-    ``_speculative_sampling``): returns [1, m], m - 1 accepted drafts then one token. The
-    request's filters reach the target side only, in transformers' order (temperature, top-k,
-    top-p, min-p; top-p on the renormalised top-k law); q is the law the drafts came from."""
-    return verify_hf(
-        CORRECT, draft_tokens, draft_logits, target_logits, temperature, top_k, top_p, min_p
-    )
-
-
-def speculative_sampling_joint(
-    draft_tokens: torch.Tensor,
-    draft_logits: torch.Tensor,
-    target_logits: torch.Tensor,
-    temperature: float,
-    *,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    min_p: float | None = None,
-) -> torch.Tensor:
-    """As :func:`speculative_sampling`, with top-k and top-p cut jointly on the full law: lossy
-    against transformers' sequential warpers when both bind."""
-    return verify_hf(
-        JOINT, draft_tokens, draft_logits, target_logits, temperature, top_k, top_p, min_p
-    )
-
-
-def speculative_sampling_min_p_skipped(
-    draft_tokens: torch.Tensor,
-    draft_logits: torch.Tensor,
-    target_logits: torch.Tensor,
-    temperature: float,
-    *,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    min_p: float | None = None,
-) -> torch.Tensor:
-    """As :func:`speculative_sampling`, but min-p is never applied (vLLM issue 42744's class)."""
-    return verify_hf(
-        MIN_P_SKIPPED, draft_tokens, draft_logits, target_logits, temperature, top_k, top_p, min_p
-    )
+speculative_sampling_min_p_skipped = hf_verifier(
+    MIN_P_SKIPPED, "sequential", "speculative_sampling_min_p_skipped"
+)
+speculative_sampling_min_p_skipped.__doc__ = """
+As :func:`speculative_sampling`, but min-p is never applied (vLLM issue 42744's class).
+"""
 
 
 def biased_speculative_sampling(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -24,6 +24,10 @@ from specproof.audit.signatures.hf import HfSignature
 from specproof.audit.signatures.vllm import VllmSignature
 from specproof.audit.signatures.vllm_logits import VllmLogitsSignature
 from specproof.reference.filters import FilterOrder
+
+# mypy reads optimized/ as the package ``optimized`` (see specproof.subjects.examples).
+if TYPE_CHECKING:
+    from optimized.call_shapes import FlashInferChainSpeculativeSampling, VllmRejectionSample
 
 PLACEHOLDER = -1
 THRESHOLD_EPS = 0.02
@@ -522,7 +526,7 @@ def draft(
 Verifier = Callable[..., Any]
 
 
-def vllm_verifier(flags: BugFlags, name: str = "rejection_sample") -> Verifier:
+def vllm_verifier(flags: BugFlags, name: str = "rejection_sample") -> VllmRejectionSample:
     def rejection_sample(
         draft_token_ids: torch.Tensor,
         num_draft_tokens: list[int],
@@ -550,7 +554,7 @@ def vllm_verifier(flags: BugFlags, name: str = "rejection_sample") -> Verifier:
 
 def vllm_logits_verifier(
     flags: BugFlags, order: FilterOrder = "vllm", name: str = "rejection_sample"
-) -> Verifier:
+) -> VllmRejectionSample:
     """vLLM's signature with raw target logits, filtered in the engine's ``order``."""
 
     def rejection_sample(
@@ -581,7 +585,9 @@ def vllm_logits_verifier(
     return rejection_sample
 
 
-def flashinfer_verifier(flags: BugFlags, name: str = "chain_speculative_sampling") -> Verifier:
+def flashinfer_verifier(
+    flags: BugFlags, name: str = "chain_speculative_sampling"
+) -> FlashInferChainSpeculativeSampling:
     def chain_speculative_sampling(
         draft_probs: torch.Tensor,
         draft_token_ids: torch.Tensor,
