@@ -44,12 +44,18 @@ def worst_row(record: Mapping[str, Any]) -> str:
 
 
 def power_of(record: Mapping[str, Any]) -> str:
-    """The smallest power of its statistical rows against their delta."""
+    """The smallest power its statistical rows reached at their n against their delta (the
+    power asked for, 1 - beta, where a row does not record what it reached)."""
     rows = statistical_rows(record)
     if not rows:
         return "exact rows"
-    worst = max(rows, key=lambda r: r["beta"])
-    return f"{1 - worst['beta']:.4g} at TV {worst['delta']:g}"
+
+    def reached(row: Mapping[str, Any]) -> float:
+        power = row.get("power")
+        return 1 - row["beta"] if power is None else min(power, 1 - row["beta"])
+
+    worst = min(rows, key=reached)
+    return f"{reached(worst):.4g} at TV {worst['delta']:g}"
 
 
 def failed_rows(record: Mapping[str, Any]) -> list[str]:

@@ -307,3 +307,12 @@ def test_each_single_configuration_engine_names_an_adapter_module() -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(importlib, "import_module", lambda name: name)
         assert real_audit.adapter("mlx-lm") == "specproof.adapters.mlx_engine"
+
+
+def test_power_column_shows_the_power_reached_not_the_power_asked() -> None:
+    """A configuration run with too few runs (``--runs 300``) asked for power 0.9999 but
+    reached none: the table showed the 0.9999 asked for beside an INCONCLUSIVE verdict."""
+    row = {"alpha": 1e-6, "n": 300, "beta": 1e-4, "delta": 0.1, "power": 0.0}
+    assert real_table.power_of({"report": {"results": [row]}}) == "0 at TV 0.1"
+    full = {**row, "n": 6046, "power": 0.99990007}
+    assert real_table.power_of({"report": {"results": [full]}}) == "0.9999 at TV 0.1"
