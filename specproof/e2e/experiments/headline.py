@@ -55,7 +55,7 @@ from ..evaluation.paired_runs import Decoder, interleaved
 from ..evaluation.sts import fit_sts_by_temperature
 from ..models.loading import SHIPPED_DIR, Models, load_models
 from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
-from ..report.headline_and_clocks import ratio_cell, write_sections
+from ..report.headline_and_clocks import headline_rows, write_sections
 from ..report.table import interval, table
 
 PROG = "python -m specproof.e2e.experiments.headline"
@@ -338,27 +338,7 @@ def headline(
 
 def markdown(result: dict[str, Any]) -> str:
     """The docs/end_to_end.md and BENCHMARKS.md table of a headline result."""
-    rows = []
-    for key, entry in result["settings"].items():
-        gamma = entry["eagle_gamma"]
-        tests = entry["sign_tests"]
-        targets = entry["targets"]
-        met = "met" if targets["speed_met_on_median"] else "missed"
-        rows.append(
-            [
-                key,
-                gamma,
-                f"{entry['tau'][DSPARK]:.2f} / {entry['tau'][eagle_label(gamma)]:.2f}",
-                ratio_cell(entry["dspark_over_target"]),
-                f">= {targets['speed_over_target']:g}: {met}",
-                ratio_cell(entry["eagle_over_target"]),
-                ratio_cell(entry["dspark_over_eagle"]),
-                f"{tests['dspark_slower_than_eagle']['slower']}/{entry['chunks']}",
-                f"{tests['dspark_slower_than_eagle']['p_value']:.3g}",
-                f"{tests['dspark_faster_than_eagle']['p_value']:.3g}",
-                f"{entry['load_before'][0]:.1f}-{entry['load_after'][0]:.1f}",
-            ]
-        )
+    rows = headline_rows(result["settings"], load=True)
     header = [
         "domain / T",
         "EAGLE-3 gamma (pilot)",

@@ -32,6 +32,35 @@ def load_range(values: Sequence[Sequence[float]]) -> str:
     return f"{min(ones):.1f}-{max(ones):.1f}"
 
 
+def headline_rows(
+    settings: dict[str, Any], *, missed: str = "missed", load: bool = False
+) -> list[list[Any]]:
+    """One table row per domain and temperature of a headline result (``load``: with the
+    load average before and after the setting)."""
+    rows = []
+    for key, entry in settings.items():
+        gamma = entry["eagle_gamma"]
+        tests = entry["sign_tests"]
+        targets = entry["targets"]
+        met = "met" if targets["speed_met_on_median"] else missed
+        row = [
+            key,
+            gamma,
+            f"{entry['tau'][DSPARK]:.2f} / {entry['tau'][f'EAGLE-3, gamma={gamma}']:.2f}",
+            ratio_cell(entry["dspark_over_target"]),
+            f">= {targets['speed_over_target']:g}: {met}",
+            ratio_cell(entry["eagle_over_target"]),
+            ratio_cell(entry["dspark_over_eagle"]),
+            f"{tests['dspark_slower_than_eagle']['slower']}/{entry['chunks']}",
+            f"{tests['dspark_slower_than_eagle']['p_value']:.3g}",
+            f"{tests['dspark_faster_than_eagle']['p_value']:.3g}",
+        ]
+        if load:
+            row.append(f"{entry['load_before'][0]:.1f}-{entry['load_after'][0]:.1f}")
+        rows.append(row)
+    return rows
+
+
 def headline_section(result: dict[str, Any], source: str) -> str:
     settings = result["settings"]
     loads = [result["loads"][k] for k in result["loads"]] + [
@@ -62,26 +91,7 @@ def headline_section(result: dict[str, Any], source: str) -> str:
         "at its own alpha = 0.05, no correction across the 12 tests.",
         "",
     ]
-    rows = []
-    for key, entry in settings.items():
-        gamma = entry["eagle_gamma"]
-        tests = entry["sign_tests"]
-        targets = entry["targets"]
-        met = "met" if targets["speed_met_on_median"] else "**missed**"
-        rows.append(
-            [
-                key,
-                gamma,
-                f"{entry['tau'][DSPARK]:.2f} / {entry['tau'][f'EAGLE-3, gamma={gamma}']:.2f}",
-                ratio_cell(entry["dspark_over_target"]),
-                f">= {targets['speed_over_target']:g}: {met}",
-                ratio_cell(entry["eagle_over_target"]),
-                ratio_cell(entry["dspark_over_eagle"]),
-                f"{tests['dspark_slower_than_eagle']['slower']}/{entry['chunks']}",
-                f"{tests['dspark_slower_than_eagle']['p_value']:.3g}",
-                f"{tests['dspark_faster_than_eagle']['p_value']:.3g}",
-            ]
-        )
+    rows = headline_rows(settings, missed="**missed**")
     lines += table(
         [
             "domain / T",
