@@ -316,3 +316,12 @@ def test_power_column_shows_the_power_reached_not_the_power_asked() -> None:
     assert real_table.power_of({"report": {"results": [row]}}) == "0 at TV 0.1"
     full = {**row, "n": 6046, "power": 0.99990007}
     assert real_table.power_of({"report": {"results": [full]}}) == "0.9999 at TV 0.1"
+
+
+def test_failed_checks_are_listed_once_with_their_counts() -> None:
+    """A function-level audit fails the same check in many cases; the verdict column names
+    each check once, in first-failure order, with its count."""
+    rows = [{"check": c, "verdict": v} for c, v in
+            [("support", "FAIL"), ("round", "FAIL"), ("support", "FAIL"), ("pit@1", "pass"),
+             ("hunt", "FAIL")]]  # fmt: skip
+    assert real_table.failed_rows({"report": {"results": rows}}) == ["support x2", "round", "hunt"]
