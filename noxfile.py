@@ -329,3 +329,24 @@ def audit_openvino(session: nox.Session) -> None:
         "python", "-m", "specproof.tables.real_audit", "openvino", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
+
+
+@nox.session(
+    python="3.11", name="audit-ortgenai", venv_backend="venv", reuse_venv=True, default=False
+)
+def audit_ortgenai(session: nox.Session) -> None:
+    """ONNX Runtime GenAI (onnxruntime-genai 0.18.0 with onnxruntime 1.32.0, wheels: no build)
+    audited in place on the same tiny models, in its own venv. onnx: the wheel's model builder
+    writes the tiny models with it. Writes the ONNX Runtime GenAI entries of
+    benchmarks/engine_audit_real.json and .md."""
+    session.install(
+        "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
+        "onnxruntime==1.32.0", "onnxruntime-genai==0.18.0", "onnx", "onnx-ir",
+    )  # fmt: skip
+    session.install("--no-deps", "-e", ".")
+    session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
+    session.run("python", "-m", "pytest", "tests/audit/test_ortgenai_engine.py", "-q")
+    session.run(
+        "python", "-m", "specproof.tables.real_audit", "ortgenai", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip
