@@ -12,7 +12,9 @@ One call is one ``Generator`` (the engine's speculation runs at batch size 1): s
 speculation through ``set_speculative_options`` (``max_draft_tokens``, and ``ngram_size`` for
 n-gram drafting), at a fixed width (``min_adaptive_k`` 0). EOS cannot be switched off (the
 engine refuses an ``eos_token_id`` outside the vocabulary), so runs end at EOS and the audit's
-law knows it. The generator's speculative statistics are summed over the audit as a note.
+law knows it; a sampled EOS is read with ``get_next_tokens`` after its step, since the engine
+ends the run without appending it to ``get_sequence``. The generator's speculative statistics
+are summed over the audit as a note.
 
 The law: HF transformers on the same float32 weights through ONNX Runtime GenAI's CPU chain
 (``ComputeSampledCategorical``): top-k on the logits when top_k > 1, softmax at the
@@ -50,8 +52,16 @@ T1 = {"do_sample": True, "temperature": 1.0, "top_k": VOCAB, "top_p": 1.0}
 TRUNCATED = {**T1, "temperature": 0.8, "top_k": 5, "top_p": 0.9}
 GREEDY = {**T1, "do_sample": False}
 GREEDY_TOKENS = 8
-STATS = ("rounds", "draft_tokens_evaluated", "draft_tokens_accepted", "full_accept_rounds",
-         "partial_accept_rounds", "zero_accept_rounds", "correction_tokens", "bonus_tokens")  # fmt: skip
+STATS = (
+    "rounds",
+    "draft_tokens_evaluated",
+    "draft_tokens_accepted",
+    "full_accept_rounds",
+    "partial_accept_rounds",
+    "zero_accept_rounds",
+    "correction_tokens",
+    "bonus_tokens",
+)
 """The generator's speculative statistics summed over the audit."""
 
 
@@ -323,12 +333,21 @@ class SpeculativeTrace:
             f"(the engine reports no per-call rounds; coverage of rejections is not traced)"
         )
 
+    def coverage(self) -> str:
+        """The table's coverage column: drafts accepted and how the rounds ended."""
+        t = self.totals
+        return (
+            f"{t['draft_tokens_accepted']} of {t['draft_tokens_evaluated']} drafts accepted; "
+            f"rounds keeping all / some / none: {t['full_accept_rounds']} / "
+            f"{t['partial_accept_rounds']} / {t['zero_accept_rounds']} (engine totals)"
+        )
+
 
 def ortgenai_engine(
     config: OrtGenAIConfig, exports: Exports, target: Any, trace: SpeculativeTrace
 ) -> Engine:
-    """The engine: one ``Generator`` per call, stepped until done; the new tokens up to and
-    including the first EOS."""
+    """The engine: one ``Generator`` per call, stepped until done; the new tokens read after
+    each step (``get_next_tokens``: a sampled EOS ends the run but never joins the sequence)."""
     import onnxruntime_genai as og
 
     model = og.Model(str(exports.folder(config.drafter)))
@@ -343,11 +362,13 @@ def ortgenai_engine(
             params.set_speculative_options(**speculative)
         generator = og.Generator(model, params)
         generator.append_tokens(np.array([list(prompt)], dtype=np.int32))
+        new = []
         while not generator.is_done():
             generator.generate_next_token()
-        new = [int(t) for t in generator.get_sequence(0)[len(prompt) :]]
-        if EOS in new:
-            new = new[: new.index(EOS) + 1]
+            new.append(int(generator.get_next_tokens()[0]))
+        committed = [int(t) for t in generator.get_sequence(0)[len(prompt) :]]
+        if committed != new[: len(committed)] or len(new) - len(committed) > (EOS in new):
+            raise RuntimeError(f"step tokens {new} disagree with the sequence {committed}")
         if speculative:
             trace.add(generator.get_speculative_stats())
         return Emission(tuple(new))
@@ -384,4 +405,4 @@ def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> N
     build = partial(ortgenai_engine, config, exports, target, trace)
     audit_beside_hf("ONNX Runtime GenAI", installed_version(), config, build, gap, runs, out,
                     prompt, notes=lambda: [trace.note(config.k)] if config.drafter != "none"
-                    else [], coverage_text_of=lambda: trace.note(config.k))  # fmt: skip
+                    else [], coverage_text_of=trace.coverage)  # fmt: skip
