@@ -337,12 +337,14 @@ def audit_openvino(session: nox.Session) -> None:
 def audit_ortgenai(session: nox.Session) -> None:
     """ONNX Runtime GenAI (onnxruntime-genai 0.18.0 with onnxruntime 1.32.0, wheels: no build)
     audited in place on the same tiny models, in its own venv: 111 s to install on 2026-12-07
-    at a load average of 1-3 (pip's cache cold for the onnxruntime-genai wheel, 11 MB; torch
+    at a load average of about 1 (pip's cache cold for the onnxruntime-genai wheel, 11 MB; torch
     from the local wheel), 1.5 GB (torch 754 MB and transformers 120 MB for the HF law;
     onnxruntime 78 MB, onnxruntime-genai 37 MB, onnx 31 MB, onnx-ir 2 MB installed). onnx and
     onnx-ir: the wheel's model builder exports the tiny models with them (offline, fp32, about
-    13 s a model). On 2026-12-07 all ten configurations at the default n took 7 min 32 s at a
-    load average of 2-4, the longest 37 s of audit. Writes the ONNX Runtime GenAI entries of
+    13 s a model, the first configuration's child exporting them). On 2026-12-07 all ten
+    configurations at the default n took 5 min 34 s at a load average of 3-4 (the committed
+    table), the longest 22.5 s of audit; an earlier run at a load of 2-4 took 7 min 32 s, the
+    longest 37 s. Its tests took 48 s. Writes the ONNX Runtime GenAI entries of
     benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
