@@ -329,3 +329,32 @@ def audit_openvino(session: nox.Session) -> None:
         "python", "-m", "specproof.tables.real_audit", "openvino", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
+
+
+@nox.session(
+    python="3.11", name="audit-ortgenai", venv_backend="venv", reuse_venv=True, default=False
+)
+def audit_ortgenai(session: nox.Session) -> None:
+    """ONNX Runtime GenAI (onnxruntime-genai 0.18.0 with onnxruntime 1.32.0, wheels: no build)
+    audited in place on the same tiny models, in its own venv: 111 s to install on 2026-12-07
+    at a load average of about 1 (pip's cache cold for the onnxruntime-genai wheel, 11 MB; torch
+    from the local wheel), 1.5 GB (torch 754 MB and transformers 120 MB for the HF law;
+    onnxruntime 78 MB, onnxruntime-genai 37 MB, onnx 31 MB, onnx-ir 2 MB installed). onnx and
+    onnx-ir: the wheel's model builder exports the tiny models with them (offline, fp32, about
+    13 s a model, the first configuration's child exporting them). On 2026-12-07 all ten
+    configurations at the default n took 5 min 34 s at a load average of 3-4 (the committed
+    table), the longest 22.5 s of audit; an earlier run at a load of 2-4 took 7 min 32 s, the
+    longest 37 s. Its tests took 48 s. The whole session (venv reused) took 6 min 56 s.
+    Writes the ONNX Runtime GenAI entries of
+    benchmarks/engine_audit_real.json and .md."""
+    session.install(
+        "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
+        "onnxruntime==1.32.0", "onnxruntime-genai==0.18.0", "onnx==1.23.2", "onnx-ir==1.1.0",
+    )  # fmt: skip
+    session.install("--no-deps", "-e", ".")
+    session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
+    session.run("python", "-m", "pytest", "tests/audit/test_ortgenai_engine.py", "-q")
+    session.run(
+        "python", "-m", "specproof.tables.real_audit", "ortgenai", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip

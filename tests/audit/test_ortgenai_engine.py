@@ -1,0 +1,130 @@
+"""The pure parts of the ONNX Runtime GenAI audit (no onnxruntime-genai needed): its
+configurations, the search and speculative options it hands the engine, the composite config
+of draft-model speculation, and the law it tests against (the engine's CPU sampling chain,
+worked by hand). The test that runs the engine needs onnxruntime_genai and the model builder
+(the ``audit-ortgenai`` venv)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from specproof.adapters import ortgenai_engine as oe
+from specproof.tables.real_audit import ENGINES, LABELS, SINGLE, configuration_groups
+
+NO_ORTGENAI = importlib.util.find_spec("onnxruntime_genai") is None
+NO_ORTGENAI_REASON = "onnxruntime_genai is installed only in the audit-ortgenai venv"
+
+
+def test_every_speculative_configuration_sits_beside_its_control() -> None:
+    configs = oe.configurations()
+    seen: dict[str, oe.OrtGenAIConfig] = {}
+    for config in configs:
+        if config.drafter == "none":
+            assert not config.control and config.k == 0
+        else:
+            control = seen[config.control]  # listed before it
+            assert control.drafter == "none"
+            assert (control.sampling, control.prompt, control.tokens) == (
+                config.sampling,
+                config.prompt,
+                config.tokens,
+            )
+        seen[config.name] = config
+    drafted = {(c.sampling_label, c.drafter) for c in configs if c.drafter != "none"}
+    # the draft model and n-gram drafting in each of three settings, at T = 1 also the target
+    assert len(drafted) == 7
+    assert oe.by_name("greedy draft model k=3").greedy
+    assert oe.by_name("T=1 n-gram k=3").label == "n-gram k=3"
+    with pytest.raises(KeyError, match="no ONNX Runtime GenAI configuration"):
+        oe.by_name("nonsense")
+
+
+def test_each_configuration_runs_in_its_own_process() -> None:
+    assert "ortgenai" in ENGINES and LABELS["ortgenai"] == "ONNX Runtime GenAI"
+    assert SINGLE["ortgenai"] == "ortgenai_engine"
+    assert configuration_groups("ortgenai") == [[c.name] for c in oe.configurations()]
+
+
+def test_search_and_speculative_options() -> None:
+    truncated = oe.by_name("truncated n-gram k=3")
+    assert oe.search_options(truncated, 13, 11) == {
+        "max_length": 13, "do_sample": True, "random_seed": 11,
+        "temperature": 0.8, "top_k": 5, "top_p": 0.9,
+    }  # fmt: skip
+    assert oe.speculative_options(truncated) == {
+        "max_draft_tokens": 3, "min_adaptive_k": 0, "ngram_size": 2,
+    }  # fmt: skip
+    draft = oe.speculative_options(oe.by_name("T=1 draft model k=3"))
+    assert draft == {"max_draft_tokens": 3, "min_adaptive_k": 0}
+    assert oe.speculative_options(oe.by_name("T=1 no draft")) == {}
+    # sampled speculation needs a positive top_k: T = 1 asks for every token instead of 0
+    assert oe.search_options(oe.by_name("T=1 no draft"), 9, 0)["top_k"] == 8
+    greedy = oe.search_options(oe.by_name("greedy no draft"), 16, 3)
+    assert greedy == {"max_length": 16, "do_sample": False, "random_seed": 3}
+    assert oe.call_seed(2**31 + 5) == 5 and oe.call_seed(7) == 7
+
+
+def test_folders_and_composite_config() -> None:
+    exports = oe.Exports(Path("/x"))
+    assert exports.folder("none") == exports.folder("ngram") == Path("/x/target")
+    assert exports.folder("draft") == Path("/x/spec-draft")
+    target = {"model": {"decoder": {"filename": "model.onnx", "head_size": 32}}, "search": {}}
+    draft = {"model": {"decoder": {"filename": "model.onnx", "head_size": 16}}}
+    config = oe.composite_config(target, draft)
+    assert config["model"]["decoder"] == {"filename": "target/model.onnx", "head_size": 32}
+    assert config["model"]["draft"] == {"filename": "draft/model.onnx", "head_size": 16}
+    assert config["speculative"] == {"max_draft_tokens": 3}
+    assert target["model"]["decoder"]["filename"] == "model.onnx"  # the input is not changed
+
+
+def test_chain_top_k_then_softmax_at_the_temperature_then_top_p() -> None:
+    logits = torch.log(torch.tensor([0.05, 0.4, 0.3, 0.15, 0.1]))
+    # top-k 3 keeps 0.4, 0.3, 0.15 (renormalised: 0.47, 0.35, 0.18); top-p 0.8 keeps the
+    # first two (0.47 < 0.8, 0.47 + 0.35 >= 0.8: the token reaching it is kept)
+    sampling = {"do_sample": True, "temperature": 1.0, "top_k": 3, "top_p": 0.8}
+    probs = oe.chain_probs(logits, sampling)
+    assert torch.allclose(probs, torch.tensor([0, 4 / 7, 3 / 7, 0, 0], dtype=torch.float64))
+    # the cumulative mass reaching top_p exactly keeps the token that reaches it, and no more
+    exact = oe.chain_probs(torch.log(torch.tensor([0.5, 0.25, 0.25])),
+                           {**sampling, "top_k": 3, "top_p": 0.5})  # fmt: skip
+    assert torch.allclose(exact, torch.tensor([1.0, 0, 0], dtype=torch.float64))
+    # the temperature divides the kept logits: T = 0.5 squares the kept probabilities
+    hot = oe.chain_probs(logits, {**sampling, "temperature": 0.5, "top_k": 2, "top_p": 1.0})
+    assert torch.allclose(hot, torch.tensor([0, 16 / 25, 9 / 25, 0, 0], dtype=torch.float64))
+    # top_k = V truncates nothing
+    full = oe.chain_probs(logits, {**sampling, "top_k": 5, "top_p": 1.0})
+    assert torch.allclose(full, torch.softmax(logits.double(), -1))
+
+
+def test_trace_sums_statistics() -> None:
+    trace = oe.SpeculativeTrace()
+    trace.add({"rounds": 2, "draft_tokens_accepted": 1, "other": 9})
+    trace.add({"rounds": 3})
+    assert trace.calls == 2 and trace.totals["rounds"] == 5
+    assert "rounds 5" in trace.note(3) and "draft_tokens_accepted 1" in trace.note(3)
+    trace.add({"draft_tokens_evaluated": 4, "full_accept_rounds": 1, "zero_accept_rounds": 2})
+    assert trace.coverage().startswith("1 of 4 drafts accepted; rounds keeping all / some / ")
+    assert "1 / 0 / 2" in trace.coverage()
+
+
+@pytest.mark.skipif(NO_ORTGENAI, reason=NO_ORTGENAI_REASON)
+@pytest.mark.slow
+def test_the_engine_runs_each_drafter_and_reports_eos(tmp_path: Path) -> None:
+    """Each drafter runs and returns tokens of the vocabulary; a run ending early ends in EOS
+    (the engine ends a run at a sampled EOS without appending it to its sequence)."""
+    from specproof.subjects.real_models import EOS, VOCAB, build_models, load_target
+
+    build_models(tmp_path)
+    exports = oe.exports_of(tmp_path)
+    target = load_target(tmp_path / "target")
+    for name in ("T=1 no draft", "T=1 draft model k=3", "T=1 n-gram k=3"):
+        config = oe.by_name(name)
+        engine = oe.ortgenai_engine(config, exports, target, oe.SpeculativeTrace())
+        for seed in range(40):
+            tokens = engine.generate(config.prompt, 5, seed).tokens
+            assert all(0 <= t < VOCAB for t in tokens)
+            assert len(tokens) == 5 or tokens[-1] == EOS, (name, seed, tokens)
