@@ -154,7 +154,8 @@ def hf_engine(
     name: str = "hf",
 ) -> Engine:
     """The engine ``target.generate(..., assistant_model=assistant, **kwargs)``; with
-    ``assistant=None`` the target alone (the control)."""
+    ``assistant=None`` the target alone (the control), or drafting with its own MTP head when
+    ``kwargs`` has ``use_mtp=True``."""
     kwargs = dict(kwargs)
     settings = {key: kwargs.pop(key) for key in ASSISTANT_KEYS if key in kwargs}
     if assistant is not None:

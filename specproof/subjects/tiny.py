@@ -167,6 +167,13 @@ def _mtp_checkpoint(seed: int) -> tempfile.TemporaryDirectory[str]:
     model = MellumForCausalLM(_mellum_config()).eval()
     head = MtpModel(model, 1)
     shared = ("embed_tokens", "shared_head", "rotary_emb")
+    # MtpModel built outside from_pretrained leaves its experts' weights as uninitialised memory
+    # (NaN in some processes): draw every matrix of the head from a seeded generator instead.
+    generator = torch.Generator().manual_seed(seed + 3)
+    with torch.no_grad():
+        for name, weight in head.named_parameters():
+            if weight.dim() > 1 and not name.startswith(shared):
+                weight.copy_(SCALE * torch.randn(weight.shape, generator=generator))
     mtp = {
         f"mtp.{k}": v.contiguous() for k, v in head.state_dict().items() if not k.startswith(shared)
     }
