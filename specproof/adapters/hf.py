@@ -204,6 +204,8 @@ def longest_draft(target: Any, assistant: Any | None, kwargs: Mapping[str, Any])
     the assistant's ``num_assistant_tokens`` otherwise."""
     if kwargs.get("use_mtp"):
         return int(target.config.get_text_config().num_mtp_layers)
+    if assistant is None:
+        raise ValueError("no assistant model and no use_mtp: nothing drafts")
     if kwargs.get("speculation_type") == "dflash":
         return int(assistant.config.block_size) - 1
     return int(assistant.generation_config.num_assistant_tokens or HF_DEFAULT_DRAFT)

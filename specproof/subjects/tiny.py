@@ -225,8 +225,8 @@ def dflash_assistant(seed: int = 0, block_size: int = DFLASH_BLOCK) -> Any:
         block_size=block_size,
         mask_token_id=MTP_MASK_TOKEN,
         target_layer_ids=[0, 1],
-        initializer_range=SCALE,
     )
+    config.initializer_range = SCALE  # a PreTrainedConfig field the class does not declare
     return MuseGlimmerAssistantModel(config).eval()
 
 
