@@ -30,6 +30,10 @@ ASSISTANT_KEYS = (
 kwargs: :func:`hf_engine` sets them there."""
 HF_DEFAULT_DRAFT = 20
 """transformers' default num_assistant_tokens."""
+ENGINE_KEYS = ("assistant_ensemble_weight", "use_mtp", "speculation_type")
+"""generate kwargs that choose how the engine drafts or verifies, not the law it claims to
+sample: passed to ``generate``, never to the target's law (``assistant_ensemble_weight`` is
+transformers' own biased verification, which the audit must catch, not model)."""
 
 Rounds = list[tuple[int, int]]
 
@@ -150,7 +154,8 @@ def hf_engine(
     name: str = "hf",
 ) -> Engine:
     """The engine ``target.generate(..., assistant_model=assistant, **kwargs)``; with
-    ``assistant=None`` the target alone (the control)."""
+    ``assistant=None`` the target alone (the control), or drafting with its own MTP head when
+    ``kwargs`` has ``use_mtp=True``."""
     kwargs = dict(kwargs)
     settings = {key: kwargs.pop(key) for key in ASSISTANT_KEYS if key in kwargs}
     if assistant is not None:
@@ -158,9 +163,12 @@ def hf_engine(
             setattr(assistant.generation_config, key, value)
     eos = target.generation_config.eos_token_id
     pad = eos[0] if isinstance(eos, list) else eos
-    law_kwargs = effective_kwargs(target, kwargs)
+    law_kwargs = effective_kwargs(
+        target, {key: value for key, value in kwargs.items() if key not in ENGINE_KEYS}
+    )
     rounds: Rounds = []
-    if assistant is not None:
+    speculating = assistant is not None or bool(kwargs.get("use_mtp"))
+    if speculating:
         instrument(target, rounds)
 
     def generate(prompt: Sequence[int], num_new_tokens: int, seed: int) -> Emission:
@@ -180,9 +188,6 @@ def hf_engine(
         tokens = tuple(int(t) for t in out[0, len(prompt) :].tolist())
         return Emission(tokens, tuple(rounds))
 
-    max_draft = None
-    if assistant is not None:
-        max_draft = assistant.generation_config.num_assistant_tokens or HF_DEFAULT_DRAFT
     return Engine(
         name=name,
         generate=generate,
@@ -190,5 +195,17 @@ def hf_engine(
         prompt=tuple(prompt),
         eos=eos,
         greedy=not law_kwargs.get("do_sample", False),
-        max_draft=max_draft,
+        max_draft=longest_draft(target, assistant, kwargs) if speculating else None,
     )
+
+
+def longest_draft(target: Any, assistant: Any | None, kwargs: Mapping[str, Any]) -> int:
+    """The most tokens one round drafts: one per MTP layer; a DFlash block less its anchor;
+    the assistant's ``num_assistant_tokens`` otherwise."""
+    if kwargs.get("use_mtp"):
+        return int(target.config.get_text_config().num_mtp_layers)
+    if assistant is None:
+        raise ValueError("no assistant model and no use_mtp: nothing drafts")
+    if kwargs.get("speculation_type") == "dflash":
+        return int(assistant.config.block_size) - 1
+    return int(assistant.generation_config.num_assistant_tokens or HF_DEFAULT_DRAFT)

@@ -47,6 +47,14 @@ def subjects() -> list[tuple[str, str, Callable[[], Engine]]]:
         ("transformers, HF assistant defaults", EXPECTED_PASS, hf(tiny.hf_defaults, "defaults"))
     )
     out += [
+        (f"transformers, {name}", EXPECTED_PASS, hf(fn, name))
+        for name, fn in tiny.NEW_GENERATORS.items()
+    ]
+    out += [
+        (f"transformers, {name} (biased by its docs)", EXPECTED_FAIL, hf(fn, name))
+        for name, fn in tiny.BIASED.items()
+    ]
+    out += [
         (f"mutant: {name}", EXPECTED_FAIL, hf(fn, name)) for name, fn in hf_mutants.MUTANTS.items()
     ]
     out += e2e_subjects()

@@ -78,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="MODULE:FN",
         help="FN() returns (target, assistant, generate kwargs) for transformers; audits "
         "target.generate(prompt, assistant_model=assistant, **kwargs) (assistant None: the "
-        "target alone)",
+        "target alone, or its MTP head with use_mtp=True)",
     )
     what.add_argument(
         "--generate",
@@ -210,16 +210,21 @@ def load_engine(args: argparse.Namespace) -> Engine:
 
 def hf_setup_problem(target: Any, assistant: Any, kwargs: Any) -> str | None:
     """What is wrong with ``--hf``'s (target, assistant, generate kwargs), or None: the
-    models must be transformers models (``generate`` and a ``generation_config``)."""
+    target must be a generative transformers model (``generate`` and a
+    ``generation_config``), the assistant a transformers model (callable, with a ``config``:
+    a DFlash drafter has no ``generate`` of its own)."""
 
     def not_a_model(model: Any) -> bool:
         return not (callable(getattr(model, "generate", None)) and callable(model)) or (
             getattr(model, "generation_config", None) is None
         )
 
+    def not_an_assistant(model: Any) -> bool:
+        return not callable(model) or getattr(model, "config", None) is None
+
     if not_a_model(target):
         return f"a target of type {type(target).__name__}, not a transformers model"
-    if assistant is not None and not_a_model(assistant):
+    if assistant is not None and not_an_assistant(assistant):
         return f"an assistant of type {type(assistant).__name__}, not a transformers model"
     if not isinstance(kwargs, Mapping):
         return f"generate kwargs of type {type(kwargs).__name__}, not a dict"
