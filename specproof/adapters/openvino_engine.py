@@ -36,6 +36,11 @@ import numpy as np
 import torch
 
 from specproof.adapters.beside_hf import audit_beside_hf, gap_sequences, logit_gap
+from specproof.adapters.configurations import (
+    SpeculativeConfig,
+    build_configurations,
+    configuration_named,
+)
 from specproof.audit.engine.subject import Emission, Engine, TargetProbs
 from specproof.subjects.real_models import LOOKUP_PROMPT, PROMPT, ModelPaths, load_target
 
@@ -50,30 +55,6 @@ BATCH = 512
 """Requests per ``generate`` call (the audit's default batch)."""
 
 
-@dataclass(frozen=True)
-class OpenVinoConfig:
-    name: str
-    drafter: str  # "none", "draft" (the draft model), "target" (drafting for itself), "lookup"
-    k: int
-    sampling: Mapping[str, Any]
-    sampling_label: str
-    control: str = ""
-    tokens: int = 5
-    prompt: tuple[int, ...] = PROMPT
-
-    @property
-    def label(self) -> str:
-        return {
-            "none": "no draft",
-            "lookup": f"prompt lookup k={self.k}",
-            "target": f"draft = target k={self.k}",
-        }.get(self.drafter, f"draft model k={self.k}")
-
-    @property
-    def greedy(self) -> bool:
-        return not self.sampling["do_sample"]
-
-
 SETTINGS = (
     ("T=1", T1, "T = 1", LOOKUP_PROMPT),
     ("truncated", TRUNCATED, "top-k 5, min-p 0.05, top-p 0.9", PROMPT),
@@ -83,34 +64,21 @@ SETTINGS = (
 (:data:`.real_models.LOOKUP_PROMPT`)."""
 
 
-def configurations() -> list[OpenVinoConfig]:
+def configurations() -> list[SpeculativeConfig]:
     """Every audited configuration, each control first (the same sampling and prompt,
     speculation off): the draft model and prompt lookup, both at k = 3, in every setting; at
     T = 1 also the target drafting for itself (a second copy of its weights: every draft then
     has the target's law, so a correct verifier accepts every draft and the law cannot move)."""
-    out = []
-    for tag, sampling, label, prompt in SETTINGS:
-        tokens = GREEDY_TOKENS if sampling is GREEDY else 5
-        control = f"{tag} no draft"
-        out.append(OpenVinoConfig(control, "none", 0, sampling, label, tokens=tokens,
-                                  prompt=prompt))  # fmt: skip
-        drafters = ["draft", "lookup"] + (["target"] if sampling is T1 else [])
-        for drafter in drafters:
-            label_k = OpenVinoConfig("", drafter, K, sampling, label).label
-            out.append(OpenVinoConfig(f"{tag} {label_k}", drafter, K, sampling, label,
-                                      control, tokens, prompt))  # fmt: skip
-    return out
+    return build_configurations(
+        SETTINGS, ("draft", "lookup"), k=K, self_drafting="T=1", greedy_tokens=GREEDY_TOKENS
+    )
 
 
-def by_name(name: str) -> OpenVinoConfig:
-    for config in configurations():
-        if config.name == name:
-            return config
-    known = ", ".join(c.name for c in configurations())
-    raise KeyError(f"no OpenVINO GenAI configuration {name!r}; known: {known}")
+def by_name(name: str) -> SpeculativeConfig:
+    return configuration_named(name, configurations(), "OpenVINO GenAI")
 
 
-def generation_kwargs(config: OpenVinoConfig, num_new_tokens: int, seed: int) -> dict[str, Any]:
+def generation_kwargs(config: SpeculativeConfig, num_new_tokens: int, seed: int) -> dict[str, Any]:
     """One request's ``GenerationConfig`` fields: EOS an ordinary token, the sampling of
     ``config`` (none but greedy when sampling is off), the speculation's draft length."""
     kwargs: dict[str, Any] = {
@@ -271,7 +239,7 @@ class StepTrace:
         )
 
 
-def start_pipeline(config: OpenVinoConfig, irs: ModelPaths) -> Any:
+def start_pipeline(config: SpeculativeConfig, irs: ModelPaths) -> Any:
     import openvino_genai
 
     scheduler = openvino_genai.SchedulerConfig()
@@ -286,7 +254,7 @@ def start_pipeline(config: OpenVinoConfig, irs: ModelPaths) -> Any:
 
 
 def openvino_engine(
-    config: OpenVinoConfig, irs: ModelPaths, target: Any, trace: StepTrace
+    config: SpeculativeConfig, irs: ModelPaths, target: Any, trace: StepTrace
 ) -> Engine:
     """The engine: requests added one by one (``add_request``) and the pipeline stepped until
     every one is done, as ``generate`` does, reading each request's new tokens per step."""

@@ -41,6 +41,11 @@ import numpy as np
 import torch
 
 from specproof.adapters.beside_hf import audit_beside_hf, gap_sequences, logit_gap
+from specproof.adapters.configurations import (
+    SpeculativeConfig,
+    build_configurations,
+    configuration_named,
+)
 from specproof.audit.engine.subject import Emission, Engine, TargetProbs
 from specproof.subjects.real_models import EOS, LOOKUP_PROMPT, PROMPT, VOCAB, load_target
 
@@ -65,30 +70,6 @@ STATS = (
 """The generator's speculative statistics summed over the audit."""
 
 
-@dataclass(frozen=True)
-class OrtGenAIConfig:
-    name: str
-    drafter: str  # "none", "draft" (the draft model), "target" (drafting for itself), "ngram"
-    k: int
-    sampling: Mapping[str, Any]
-    sampling_label: str
-    control: str = ""
-    tokens: int = 5
-    prompt: tuple[int, ...] = PROMPT
-
-    @property
-    def label(self) -> str:
-        return {
-            "none": "no draft",
-            "ngram": f"n-gram k={self.k}",
-            "target": f"draft = target k={self.k}",
-        }.get(self.drafter, f"draft model k={self.k}")
-
-    @property
-    def greedy(self) -> bool:
-        return not self.sampling["do_sample"]
-
-
 SETTINGS = (
     ("T=1", T1, "T = 1", LOOKUP_PROMPT),
     ("truncated", TRUNCATED, "T = 0.8, top-k 5, top-p 0.9", PROMPT),
@@ -98,34 +79,21 @@ SETTINGS = (
 (:data:`.real_models.LOOKUP_PROMPT`)."""
 
 
-def configurations() -> list[OrtGenAIConfig]:
+def configurations() -> list[SpeculativeConfig]:
     """Every audited configuration, each control first (the same sampling and prompt,
     speculation off): the draft model and n-gram drafting, both at k = 3, in every setting;
     at T = 1 also the target drafting for itself (every draft then has the target's law, so a
     correct verifier accepts every draft)."""
-    out = []
-    for tag, sampling, label, prompt in SETTINGS:
-        tokens = GREEDY_TOKENS if sampling is GREEDY else 5
-        control = f"{tag} no draft"
-        out.append(OrtGenAIConfig(control, "none", 0, sampling, label, tokens=tokens,
-                                  prompt=prompt))  # fmt: skip
-        drafters = ["draft", "ngram"] + (["target"] if sampling is T1 else [])
-        for drafter in drafters:
-            label_k = OrtGenAIConfig("", drafter, K, sampling, label).label
-            out.append(OrtGenAIConfig(f"{tag} {label_k}", drafter, K, sampling, label,
-                                      control, tokens, prompt))  # fmt: skip
-    return out
+    return build_configurations(
+        SETTINGS, ("draft", "ngram"), k=K, self_drafting="T=1", greedy_tokens=GREEDY_TOKENS
+    )
 
 
-def by_name(name: str) -> OrtGenAIConfig:
-    for config in configurations():
-        if config.name == name:
-            return config
-    known = ", ".join(c.name for c in configurations())
-    raise KeyError(f"no ONNX Runtime GenAI configuration {name!r}; known: {known}")
+def by_name(name: str) -> SpeculativeConfig:
+    return configuration_named(name, configurations(), "ONNX Runtime GenAI")
 
 
-def search_options(config: OrtGenAIConfig, length: int, seed: int) -> dict[str, Any]:
+def search_options(config: SpeculativeConfig, length: int, seed: int) -> dict[str, Any]:
     """``set_search_options`` of one call: ``length`` is the prompt plus the new tokens."""
     options: dict[str, Any] = {
         "max_length": length,
@@ -141,7 +109,7 @@ def search_options(config: OrtGenAIConfig, length: int, seed: int) -> dict[str, 
     return options
 
 
-def speculative_options(config: OrtGenAIConfig) -> dict[str, Any]:
+def speculative_options(config: SpeculativeConfig) -> dict[str, Any]:
     """``set_speculative_options`` of one call (none without speculation): a fixed width."""
     if config.drafter == "none":
         return {}
@@ -344,7 +312,7 @@ class SpeculativeTrace:
 
 
 def ortgenai_engine(
-    config: OrtGenAIConfig, exports: Exports, target: Any, trace: SpeculativeTrace
+    config: SpeculativeConfig, exports: Exports, target: Any, trace: SpeculativeTrace
 ) -> Engine:
     """The engine: one ``Generator`` per call, stepped until done; the new tokens read after
     each step (``get_next_tokens``: a sampled EOS ends the run but never joins the sequence)."""

@@ -19,7 +19,7 @@ NO_OPENVINO_REASON = "openvino_genai is installed only in the audit-openvino ven
 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:
     configs = oe.configurations()
-    seen: dict[str, oe.OpenVinoConfig] = {}
+    seen: dict[str, oe.SpeculativeConfig] = {}
     for config in configs:
         if config.drafter == "none":
             assert not config.control and config.k == 0

@@ -21,7 +21,7 @@ NO_ORTGENAI_REASON = "onnxruntime_genai is installed only in the audit-ortgenai 
 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:
     configs = oe.configurations()
-    seen: dict[str, oe.OrtGenAIConfig] = {}
+    seen: dict[str, oe.SpeculativeConfig] = {}
     for config in configs:
         if config.drafter == "none":
             assert not config.control and config.k == 0

@@ -1,0 +1,83 @@
+"""An engine's audited configurations: each sampling setting with speculation off (the control)
+and with each of the engine's drafters, beside that control on the same prompt.
+
+A real-engine adapter names its settings and drafters; this builds, names and finds the
+configurations the same way for every engine."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from specproof.subjects.real_models import PROMPT
+
+DRAFTER_LABELS = {
+    "none": "no draft",
+    "draft": "draft model",
+    "target": "draft = target",
+    "lookup": "prompt lookup",
+    "ngram": "n-gram",
+}
+"""What each drafter is called in a configuration's name ("target": a second copy of the
+target drafting for itself, so a correct verifier accepts every draft)."""
+
+
+@dataclass(frozen=True)
+class SpeculativeConfig:
+    name: str
+    drafter: str  # a key of DRAFTER_LABELS
+    k: int
+    sampling: Mapping[str, Any]
+    sampling_label: str
+    control: str = ""
+    tokens: int = 5
+    prompt: tuple[int, ...] = PROMPT
+
+    @property
+    def label(self) -> str:
+        kind = DRAFTER_LABELS[self.drafter]
+        return kind if self.drafter == "none" else f"{kind} k={self.k}"
+
+    @property
+    def greedy(self) -> bool:
+        return not self.sampling["do_sample"]
+
+
+Setting = tuple[str, Mapping[str, Any], str, tuple[int, ...]]
+"""(tag, sampling, how the table shows the sampling, prompt)."""
+
+
+def build_configurations(
+    settings: Sequence[Setting],
+    drafters: Sequence[str],
+    *,
+    k: int,
+    self_drafting: str,
+    greedy_tokens: int,
+) -> list[SpeculativeConfig]:
+    """Every configuration, each control first (the same sampling and prompt, speculation
+    off), then each drafter at ``k``; the setting tagged ``self_drafting`` also gets the target
+    drafting for itself. Greedy settings run ``greedy_tokens`` tokens (one prompt has one
+    output, so the audit varies prompts instead)."""
+    out = []
+    for tag, sampling, label, prompt in settings:
+        tokens = 5 if sampling["do_sample"] else greedy_tokens
+        control = f"{tag} no draft"
+        out.append(SpeculativeConfig(control, "none", 0, sampling, label, tokens=tokens,
+                                     prompt=prompt))  # fmt: skip
+        for drafter in [*drafters, *(["target"] if tag == self_drafting else [])]:
+            name = f"{tag} {SpeculativeConfig('', drafter, k, sampling, label).label}"
+            out.append(SpeculativeConfig(name, drafter, k, sampling, label, control, tokens,
+                                         prompt))  # fmt: skip
+    return out
+
+
+def configuration_named(
+    name: str, configurations: Sequence[SpeculativeConfig], engine: str
+) -> SpeculativeConfig:
+    for config in configurations:
+        if config.name == name:
+            return config
+    known = ", ".join(c.name for c in configurations)
+    raise KeyError(f"no {engine} configuration {name!r}; known: {known}")
