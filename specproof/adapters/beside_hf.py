@@ -74,6 +74,12 @@ def logit_gap(
     return worst_logit, worst_tv
 
 
+def prompt_shown(prompt: Sequence[int], greedy: bool) -> object:
+    """How a results-file entry shows the prompt: the audit gives a greedy engine a random
+    prompt of the same length per run (one prompt has one greedy output)."""
+    return f"random prompts of {len(prompt)} tokens, one per run" if greedy else list(prompt)
+
+
 def coverage_text(row: CaseResult) -> str:
     return row.summary + ("" if row.verdict == "pass" else f" ({row.detail})")
 

@@ -28,7 +28,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from specproof.adapters.beside_hf import audit_beside_hf, gap_sequences, logit_gap
+from specproof.adapters.beside_hf import (
+    audit_beside_hf,
+    gap_sequences,
+    logit_gap,
+    prompt_shown,
+)
 from specproof.audit.engine.subject import Emission, Engine, TargetProbs
 from specproof.subjects.real_models import PROMPT, ModelPaths, load_target
 
@@ -307,10 +312,6 @@ def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> N
     paths = ModelPaths(models / "target", models / "draft")
     gap = logit_gap(mlx_logits(load_mlx(paths.target)), load_target(paths.target),
                     gap_sequences())  # fmt: skip
-    prompt = (
-        f"random prompts of {len(config.prompt)} tokens, one per run"
-        if config.greedy
-        else list(config.prompt)
-    )
+    prompt = prompt_shown(config.prompt, config.greedy)
     build = partial(mlx_engine, config, paths)
     audit_beside_hf("mlx-lm", installed_version(), config, build, gap, runs, out, prompt)

@@ -35,7 +35,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from specproof.adapters.beside_hf import audit_beside_hf, gap_sequences, logit_gap
+from specproof.adapters.beside_hf import (
+    audit_beside_hf,
+    gap_sequences,
+    logit_gap,
+    prompt_shown,
+)
 from specproof.adapters.configurations import (
     SpeculativeConfig,
     build_configurations,
@@ -313,11 +318,7 @@ def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> N
     irs = ir_folders(models)
     target = load_f16_target(models / "target")
     gap = engine_gap(irs, target)
-    prompt = (
-        f"random prompts of {len(config.prompt)} tokens, one per run"
-        if config.greedy
-        else list(config.prompt)
-    )
+    prompt = prompt_shown(config.prompt, config.greedy)
     trace = StepTrace()
     build = partial(openvino_engine, config, irs, target, trace)
     audit_beside_hf("OpenVINO GenAI", installed_version(), config, build, gap, runs, out, prompt,

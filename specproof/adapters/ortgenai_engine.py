@@ -40,7 +40,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from specproof.adapters.beside_hf import audit_beside_hf, gap_sequences, logit_gap
+from specproof.adapters.beside_hf import (
+    audit_beside_hf,
+    gap_sequences,
+    logit_gap,
+    prompt_shown,
+)
 from specproof.adapters.configurations import (
     SpeculativeConfig,
     build_configurations,
@@ -364,11 +369,7 @@ def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> N
     exports = exports_of(models)
     target = load_target(models / "target")
     gap = engine_gap(exports, target)
-    prompt = (
-        f"random prompts of {len(config.prompt)} tokens, one per run"
-        if config.greedy
-        else list(config.prompt)
-    )
+    prompt = prompt_shown(config.prompt, config.greedy)
     trace = SpeculativeTrace()
     build = partial(ortgenai_engine, config, exports, target, trace)
     audit_beside_hf("ONNX Runtime GenAI", installed_version(), config, build, gap, runs, out,
