@@ -80,6 +80,24 @@ def prompt_shown(prompt: Sequence[int], greedy: bool) -> object:
     return f"random prompts of {len(prompt)} tokens, one per run" if greedy else list(prompt)
 
 
+def chained_target_probs(
+    target: Any, chain: Callable[[torch.Tensor], torch.Tensor]
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """[B, L] -> [B, L, V]: HF's logits on the same weights, each row through the engine's own
+    sampling chain ``chain`` (one row of logits -> its law)."""
+
+    def target_probs(sequences: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            logits = target(sequences).logits.to(torch.float32)
+        out = torch.empty_like(logits)
+        for b in range(sequences.shape[0]):
+            for t in range(sequences.shape[1]):
+                out[b, t] = chain(logits[b, t]).to(torch.float32)
+        return out
+
+    return target_probs
+
+
 def coverage_text(row: CaseResult) -> str:
     return row.summary + ("" if row.verdict == "pass" else f" ({row.detail})")
 

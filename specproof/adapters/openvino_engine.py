@@ -37,6 +37,7 @@ import torch
 
 from specproof.adapters.beside_hf import (
     audit_beside_hf,
+    chained_target_probs,
     gap_sequences,
     logit_gap,
     prompt_shown,
@@ -140,17 +141,7 @@ def chain_probs(logits: torch.Tensor, sampling: Mapping[str, Any]) -> torch.Tens
 
 def openvino_target_probs(target: Any, sampling: Mapping[str, Any]) -> TargetProbs:
     """[B, L] -> [B, L, V]: HF's logits through OpenVINO GenAI's chain."""
-
-    def target_probs(sequences: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            logits = target(sequences).logits.to(torch.float32)
-        out = torch.empty_like(logits)
-        for b in range(sequences.shape[0]):
-            for t in range(sequences.shape[1]):
-                out[b, t] = chain_probs(logits[b, t], sampling).to(torch.float32)
-        return out
-
-    return target_probs
+    return chained_target_probs(target, partial(chain_probs, sampling=sampling))
 
 
 def load_f16_target(path: Path) -> Any:

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-pytest.importorskip("transformers")
+pytest.importorskip(
+    "transformers", reason="the HF engine audit needs the hf extra (nox -s tests installs it)"
+)
 
 from specproof.adapters import hf_mutants
 from specproof.adapters.hf import hf_engine

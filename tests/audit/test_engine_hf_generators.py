@@ -15,7 +15,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-pytest.importorskip("transformers")
+pytest.importorskip(
+    "transformers", reason="the HF engine audit needs the hf extra (nox -s tests installs it)"
+)
 
 from specproof.adapters.hf import ENGINE_KEYS, hf_engine
 from specproof.audit.engine import audit_engine

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-pytest.importorskip("transformers")
+pytest.importorskip(
+    "transformers", reason="the HF engine audit needs the hf extra (nox -s tests installs it)"
+)
 
 from specproof.adapters.hf import hf_engine
 from specproof.subjects import tiny

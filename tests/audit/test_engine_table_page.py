@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("transformers")
+pytest.importorskip(
+    "transformers", reason="the HF engine audit needs the hf extra (nox -s tests installs it)"
+)
 
 from specproof.tables.engine_table import subjects
 
