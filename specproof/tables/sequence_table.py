@@ -7,6 +7,11 @@ expected one.
 
     python -m specproof.tables.sequence_table \\
         --markdown benchmarks/engine_sequence.md --json benchmarks/engine_sequence.json
+
+``--subjects hf``: transformers' DFlash and MTP generators on their EOS settings
+(:func:`.tiny.dflash_eos`, :func:`.tiny.mtp_eos`, which need transformers 5.25), whose blocks can
+carry EOS in the middle (transformers issue 47912's class), written to
+benchmarks/engine_sequence_hf.{md,json}.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +28,33 @@ import torch
 
 from specproof.audit.engine.audit import DEFAULT_TOKENS, audit_engine
 from specproof.audit.engine.sequence import SEQUENCE_TOKENS
+from specproof.audit.engine.subject import Engine
 from specproof.audit.run import progress_bar
 from specproof.subjects.sequence_examples import SEQUENCE_ENGINES
 
 SEQUENCE_CHECKS = ("stop", "length")
 
 
-def run(quiet: bool = False) -> list[dict[str, Any]]:
+def hf_generators() -> dict[str, tuple[str, Callable[[], Engine]]]:
+    """transformers' candidate generators that draft blocks, on their EOS settings."""
+    from specproof.adapters.hf import hf_engine
+    from specproof.subjects import tiny
+
+    return {
+        "transformers, DFlash eos": ("PASS", lambda: hf_engine(*tiny.dflash_eos())),
+        "transformers, MTP eos": ("PASS", lambda: hf_engine(*tiny.mtp_eos())),
+    }
+
+
+SUBJECTS: dict[str, Callable[[], dict[str, tuple[str, Callable[[], Engine]]]]] = {
+    "examples": lambda: dict(SEQUENCE_ENGINES),
+    "hf": hf_generators,
+}
+
+
+def run(quiet: bool = False, subjects: str = "examples") -> list[dict[str, Any]]:
     rows = []
-    for name, (expected, factory) in SEQUENCE_ENGINES.items():
+    for name, (expected, factory) in SUBJECTS[subjects]().items():
         start = time.perf_counter()
         report = audit_engine(
             factory(),
@@ -84,9 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", metavar="PATH")
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--subjects", choices=sorted(SUBJECTS), default="examples")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    rows = run(args.quiet)
+    rows = run(args.quiet, args.subjects)
     table = markdown(rows)
     print(table)
     if args.markdown:

@@ -155,3 +155,14 @@ def test_cli_audits_the_new_settings(setup: str, runs: int, status: int) -> None
 
     args = ["--hf", f"specproof.subjects.tiny:{setup}", "--runs", str(runs), "--quiet"]
     assert main([*args, "--alpha", "1e-3", "--delta", "0.3"]) == status
+
+
+def test_the_sequence_table_audits_both_block_generators_with_their_eos() -> None:
+    """``sequence_table --subjects hf`` runs DFlash and MTP on their EOS settings: each engine
+    it builds stops at an EOS, which the sequence rows need."""
+    from specproof.tables.sequence_table import SUBJECTS
+
+    subjects = SUBJECTS["hf"]()
+    assert {name.split(", ")[1] for name in subjects} == {"DFlash eos", "MTP eos"}
+    for expected, factory in subjects.values():
+        assert expected == "PASS" and factory().eos_ids
