@@ -1,4 +1,4 @@
-"""The tau comparison of both drafters: its paired bootstrap and its counts."""
+"""The tau comparison of both drafters: its per-chunk rows, t-intervals, Holm family and counts."""
 
 from __future__ import annotations
 
@@ -8,31 +8,9 @@ import torch
 
 from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
 from specproof.e2e.evaluation.measurements import mean_accepted_length
-from specproof.e2e.experiments.tau import paired_difference, tau_table
+from specproof.e2e.evaluation.chunk_intervals import chunk_tau
+from specproof.e2e.experiments.tau import TAU_FAMILY, tau_table
 from specproof.e2e.models.loading import SHIPPED_DIR, load_models
-
-
-def test_paired_difference_is_the_ratio_of_totals_with_an_interval_over_chunks() -> None:
-    first = np.array([[10.0, 2.0], [6.0, 2.0]])  # tau 16 / 4 = 4; a resample gives 3, 4 or 5
-    second = np.array([[4.0, 2.0], [4.0, 2.0]])  # tau 2 in every resample
-    result = paired_difference(first, second, resamples=500, seed=0)
-    assert result["difference"] == 2.0
-    assert 1.0 <= result["low"] <= 2.0 <= result["high"] <= 3.0
-    # The drafters move together across chunks (first = second + 1 per round): a paired
-    # resample keeps the difference at 1 exactly, an unpaired one would spread it.
-    moving = np.array([[8.0, 2.0], [4.0, 2.0]])
-    shifted = moving + np.array([2.0, 0.0])
-    paired = paired_difference(shifted, moving, resamples=500, seed=0)
-    assert paired == {"difference": 1.0, "low": 1.0, "high": 1.0}
-    same = paired_difference(first, first, resamples=50, seed=0)
-    assert same == {"difference": 0.0, "low": 0.0, "high": 0.0}
-
-
-def test_paired_difference_refuses_one_chunk_or_unpaired_arrays() -> None:
-    with pytest.raises(ValueError):
-        paired_difference(np.ones((1, 2)), np.ones((1, 2)), 10, 0)
-    with pytest.raises(ValueError):
-        paired_difference(np.ones((3, 2)), np.ones((2, 2)), 10, 0)
 
 
 def test_tau_table_rows_pair_both_drafters_on_the_same_chunks() -> None:
@@ -46,6 +24,20 @@ def test_tau_table_rows_pair_both_drafters_on_the_same_chunks() -> None:
             row["dspark"] - row["eagle"]
         )
         assert 1.0 <= row["dspark"] <= 8.0 and 1.0 <= row["eagle"] <= 8.0
+        # The stored per-chunk rows recompute the pooled tau and the per-chunk differences.
+        for name in ("dspark", "eagle"):
+            emitted, rounds = np.array(row["by_chunk"][name]).sum(axis=0)
+            assert emitted / rounds == pytest.approx(row[name])
+        differences = chunk_tau(np.array(row["by_chunk"]["dspark"], dtype=float)) - chunk_tau(
+            np.array(row["by_chunk"]["eagle"], dtype=float)
+        )
+        difference = row["dspark_minus_eagle"]
+        assert difference["mean_chunk_difference"] == pytest.approx(differences.mean())
+        low, high = difference["interval_95"]
+        assert low <= difference["mean_chunk_difference"] <= high
+    assert table["holm"]["family"] == TAU_FAMILY
+    assert set(table["holm"]["adjusted"]) == set(table["tau"])
+    assert "t-interval" in table["interval"]
     assert table["drafter_steps"] == {"dspark": 1000, "eagle": 1000}
 
 

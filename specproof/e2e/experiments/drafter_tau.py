@@ -9,11 +9,13 @@ shipped folder; its ``target.safetensors``, when DIR has one, must be the same f
 ``python -m specproof.e2e.training.sweep`` writes; ``--weights`` also gives the EAGLE-3 drafter.
 The prompts, chunks, seeds and decoding settings are those of
 ``python -m specproof.e2e.experiments.tau`` (so its shipped figures are reproduced by
-``shipped=specproof/e2e/weights``). Per domain and temperature: each drafter's tau, the paired
-DSpark - EAGLE-3 difference with a 95 % percentile bootstrap interval over chunks
-(:func:`.tau.paired_difference`), and each drafter's conditional acceptance per slot,
-P(draft k accepted | drafts 1..k-1 accepted), with a 95 % percentile bootstrap interval over
-chunks.
+``shipped=specproof/e2e/weights``). Per domain and temperature: each drafter's tau and its
+per-chunk (emitted tokens, request-rounds), the paired DSpark - EAGLE-3 difference with the
+95 % Student t-interval of the mean per-chunk tau difference and the two-sided paired t-test
+(:func:`specproof.e2e.evaluation.chunk_intervals.paired_tau_difference`), Holm-corrected over
+every drafter x domain x temperature of the run (``holm`` in the JSON), and each drafter's
+conditional acceptance per slot, P(draft k accepted | drafts 1..k-1 accepted), with a
+descriptive 95 % percentile bootstrap interval over chunks (not a test).
 """
 
 from __future__ import annotations
@@ -34,18 +36,29 @@ from specproof.reference.schedulers import FixedGamma
 from ..arguments import integer_at_least, json_object, loaded, write_result
 from ..data.corpora import load_corpora, prompts_from
 from ..decoding.rounds import DecodeResult, Drafter
+from ..evaluation.chunk_intervals import (
+    TAU_INTERVAL,
+    chunk_rows,
+    holm_family,
+    paired_tau_difference,
+)
 from ..evaluation.comparisons import Setting, speculative_decoder
 from ..evaluation.measurements import acceptance_counts, batched, mean_accepted_length
 from ..evaluation.paired_runs import interleaved
 from ..models.loading import SHIPPED_DIR, load_dspark, load_eagle, load_target
 from ..models.target import parameter_count
 from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
-from .tau import BOOTSTRAP_RESAMPLES, paired_difference
 
 PROG = "python -m specproof.e2e.experiments.drafter_tau"
 EAGLE = "eagle3"
 REQUESTS = 4
 SEED = 1000
+BOOTSTRAP_RESAMPLES = 2000
+"""Resamples of the slot acceptance's descriptive interval."""
+FAMILY = (
+    "each DSpark drafter vs EAGLE-3 tau (paired t-test, two-sided), every drafter x domain x "
+    "temperature of this run"
+)
 
 
 def slot_acceptance(
@@ -100,7 +113,7 @@ def comparison(
             table[key] = {
                 "tau": {name: mean_accepted_length(results) for name, results in runs.items()},
                 "minus_eagle3": {
-                    name: paired_difference(rows[name], rows[EAGLE], BOOTSTRAP_RESAMPLES, SEED)
+                    name: paired_tau_difference(rows[name], rows[EAGLE])
                     for name in drafters
                     if name != EAGLE
                 },
@@ -109,6 +122,7 @@ def comparison(
                     for name, results in runs.items()
                 },
                 "chunks": len(chunks),
+                "by_chunk": {name: chunk_rows(values) for name, values in rows.items()},
             }
             shown = " ".join(f"{n}={t:.2f}" for n, t in table[key]["tau"].items())
             print(f"{key}: tau {shown}", flush=True)
@@ -173,9 +187,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "config": eagle.config.as_dict(),
         "parameters": parameter_count(eagle),
     }
+    table = comparison(target, drafters, args.prompts)
     result = {
         "drafters": described,
-        "table": comparison(target, drafters, args.prompts),
+        "table": table,
+        "interval": TAU_INTERVAL,
+        "by_chunk": "per drafter, one [emitted tokens, request-rounds] per chunk",
+        "holm": holm_family(
+            {
+                f"{label} - {EAGLE} {key}": difference["p_value_two_sided"]
+                for key, row in table.items()
+                for label, difference in row["minus_eagle3"].items()
+            },
+            FAMILY,
+        ),
         "prompts_per_domain": args.prompts,
         "requests_per_chunk": REQUESTS,
         "new_tokens": SHIPPED.new_tokens,

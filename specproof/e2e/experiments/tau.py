@@ -4,9 +4,12 @@ the comparison the drafters' training length is judged by, without the speed tab
     python -m specproof.e2e.experiments.tau [--weights DIR] [--prompts N] [--threads N] [--out FILE]
 
 Every drafter decodes the same held-out prompts (chunks of ``requests``) with the same seeds.
-The DSpark - EAGLE-3 difference carries a 95 % percentile bootstrap interval over chunks
-(paired: one resample of chunks serves both drafters; tau of a resample is its emitted
-tokens over its request-rounds).
+Each row stores every chunk's (emitted tokens, request-rounds) per drafter; the DSpark -
+EAGLE-3 difference is pooled (ratio of totals) and carries the 95 % Student t-interval of the
+mean per-chunk tau difference and the two-sided paired t-test's p-value
+(:func:`specproof.e2e.evaluation.chunk_intervals.paired_tau_difference`); the p-values of all
+domain x temperature rows of the run are Holm-corrected as one family (``holm`` in the JSON).
+Both drafters decode at their trained gamma: no gamma is selected on these chunks.
 """
 
 from __future__ import annotations
@@ -25,31 +28,21 @@ from specproof.reference.schedulers import FixedGamma
 from ..arguments import loaded, write_result
 from ..data.corpora import load_corpora, prompts_from
 from ..evaluation.agreement import teacher_forced_score
+from ..evaluation.chunk_intervals import (
+    TAU_INTERVAL,
+    chunk_rows,
+    holm_family,
+    paired_tau_difference,
+)
 from ..evaluation.comparisons import Setting, speculative_decoder
 from ..evaluation.measurements import batched, mean_accepted_length
 from ..evaluation.paired_runs import interleaved
 from ..models.loading import SHIPPED_DIR, Models, load_models
 from ..plans import FAST_VERIFY, SHIPPED, TEMPERATURES
 
-BOOTSTRAP_RESAMPLES = 2000
-
-
-def paired_difference(
-    first: np.ndarray, second: np.ndarray, resamples: int, seed: int
-) -> dict[str, float]:
-    """tau(first) - tau(second) with a 95 % percentile bootstrap interval over chunks; each
-    argument is [chunks, 2] of (emitted, rounds)."""
-    if first.shape != second.shape or first.ndim != 2 or len(first) < 2:
-        raise ValueError("need matching [chunks >= 2, 2] arrays of (emitted, rounds)")
-    picks = np.random.default_rng(seed).integers(0, len(first), (resamples, len(first)))
-
-    def tau(rows: np.ndarray) -> np.ndarray:
-        totals = rows.sum(axis=-2)
-        return totals[..., 0] / totals[..., 1]
-
-    samples = tau(first[picks]) - tau(second[picks])
-    low, high = np.percentile(samples, [2.5, 97.5])
-    return {"difference": float(tau(first) - tau(second)), "low": float(low), "high": float(high)}
+TAU_FAMILY = (
+    "DSpark vs EAGLE-3 tau (paired t-test, two-sided), every domain x temperature of this run"
+)
 
 
 def tau_table(
@@ -89,15 +82,18 @@ def tau_table(
             key = f"{domain}/T={temperature:g}"
             table[key] = {
                 **{name: mean_accepted_length(results) for name, results in runs.items()},
-                "dspark_minus_eagle": paired_difference(
-                    rows["dspark"], rows["eagle"], BOOTSTRAP_RESAMPLES, seed
-                ),
+                "dspark_minus_eagle": paired_tau_difference(rows["dspark"], rows["eagle"]),
                 "chunks": len(chunks),
+                "by_chunk": {name: chunk_rows(values) for name, values in rows.items()},
             }
             print(f"{key}: {table[key]}", flush=True)
     proxy = teacher_forced_score(models.dspark)
+    p_values = {key: row["dspark_minus_eagle"]["p_value_two_sided"] for key, row in table.items()}
     return {
         "tau": table,
+        "interval": TAU_INTERVAL,
+        "by_chunk": "per drafter, one [emitted tokens, request-rounds] per chunk",
+        "holm": holm_family(p_values, TAU_FAMILY),
         "dspark_teacher_forced_proxy": {k: v["tau_proxy"] for k, v in proxy.items()},
         "prompts_per_domain": prompts,
         "requests_per_chunk": requests,
