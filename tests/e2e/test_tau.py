@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
-from specproof.e2e.evaluation.measurements import mean_accepted_length
 from specproof.e2e.evaluation.chunk_intervals import chunk_tau
+from specproof.e2e.evaluation.measurements import mean_accepted_length
 from specproof.e2e.experiments.tau import TAU_FAMILY, tau_table
 from specproof.e2e.models.loading import SHIPPED_DIR, load_models
 

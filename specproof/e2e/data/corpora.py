@@ -141,19 +141,28 @@ class WindowSampler:
         return torch.stack(rows)
 
 
-def prompts_from(stream: np.ndarray, count: int, length: int, seed: int) -> list[list[int]]:
-    """``count`` prompts of ``length`` bytes, each starting just after a newline, with no
-    separator inside; deterministic in ``seed``."""
+def prompt_starts(stream: np.ndarray, count: int, length: int, seed: int) -> list[int]:
+    """Where :func:`prompts_from` cuts its ``count`` prompts from ``stream`` (byte offsets, in
+    order): the prompts' ids within their split."""
     rng = np.random.default_rng(seed)
     starts = np.flatnonzero(stream[:-length] == ord("\n")) + 1
-    prompts: list[list[int]] = []
+    chosen: list[int] = []
     tries = 0
-    while len(prompts) < count and tries < 100 * count:
+    while len(chosen) < count and tries < 100 * count:
         tries += 1
         start = int(rng.choice(starts))
         window = stream[start : start + length]
         if len(window) == length and SEPARATOR not in window:
-            prompts.append([int(b) for b in window])
-    if len(prompts) < count:
+            chosen.append(start)
+    if len(chosen) < count:
         raise ValueError(f"could not find {count} prompts of length {length}")
-    return prompts
+    return chosen
+
+
+def prompts_from(stream: np.ndarray, count: int, length: int, seed: int) -> list[list[int]]:
+    """``count`` prompts of ``length`` bytes, each starting just after a newline, with no
+    separator inside; deterministic in ``seed``."""
+    return [
+        [int(b) for b in stream[start : start + length]]
+        for start in prompt_starts(stream, count, length, seed)
+    ]

@@ -17,6 +17,12 @@ select on the data it is judged on:
    (:func:`specproof.stats.sizing.chunks_for_power`), fewer if the estimate exceeds
    ``--max-minutes`` (the power at the count used is reported).
 
+The pilot prompts come from the calibration split (even-indexed held-out documents), the main
+ones from the evaluation split (odd-indexed): disjoint documents; both sets' offsets are stored
+(``prompt_ids``). Every per-chunk ratio is stored; beside the medians' order-statistic
+intervals, the 95 % t-interval of the mean per-chunk log ratio (exponentiated) and its t-test;
+Holm's correction runs over each named family of tests of the run (``holm`` in the JSON).
+
 Algorithm 1 uses SPS(B) profiled at one request at the start of the run and STS confidences
 fitted at each temperature on calibration prompts. Speeds are tokens/s over the decode
 (prefill excluded); every ratio is per chunk, on the same prompt.
@@ -47,8 +53,9 @@ from specproof.stats.sizing import (
 )
 
 from ..arguments import integer_at_least, loaded, number_in
-from ..data.corpora import load_corpora, prompts_from
+from ..data.corpora import load_corpora, prompt_starts, prompts_from
 from ..decoding.rounds import DecodeResult
+from ..evaluation.chunk_intervals import RATIO_INTERVAL, holm_family, log_ratio_summary
 from ..evaluation.comparisons import Setting, speculative_decoder, target_decoder, with_gamma
 from ..evaluation.measurements import batched, mean_accepted_length, profile_batches
 from ..evaluation.paired_runs import Decoder, interleaved
@@ -68,6 +75,14 @@ SPEED_TARGETS = {1.0: 1.2, 0.0: 1.5}
 DSPARK = "DSpark + Algorithm 1"
 TARGET = "target only"
 STS_PROMPTS = 16
+FAMILIES = {
+    "sign_tests_against_eagle": "DSpark + Algorithm 1 vs EAGLE-3 at its pilot gamma, exact sign "
+    "tests 'slower' and 'faster', every domain x temperature of this run",
+    "t_tests_against_eagle": "DSpark + Algorithm 1 vs EAGLE-3 at its pilot gamma, two-sided t-test "
+    "of the mean per-chunk log speed ratio, every domain x temperature of this run",
+    "t_tests_faster_than_target": "DSpark + Algorithm 1 faster than the target, one-sided t-test "
+    "of the mean per-chunk log speed ratio, every domain x temperature of this run",
+}
 """Calibration prompts per domain for the STS fit (in chunks of 4)."""
 
 
@@ -163,8 +178,17 @@ def verdicts(temperature: float, runs: dict[str, list[DecodeResult]], gamma: int
     over_target = ratio_entry(dspark_target)
     over_eagle = ratio_entry(dspark_eagle)
     slower = sign_test_slower(dspark_eagle, ALPHA, WIN_SHARE)
+    t_tests = (
+        {
+            "dspark_over_target": log_ratio_summary(dspark_target, "greater"),
+            "dspark_over_eagle": log_ratio_summary(dspark_eagle, "two-sided"),
+        }
+        if len(dspark_target) >= 2
+        else None  # a t-interval needs two chunks
+    )
     return {
         "eagle_gamma": gamma,
+        "t_tests": t_tests,
         "tau": {
             label: mean_accepted_length(results)
             for label, results in runs.items()
@@ -191,6 +215,31 @@ def verdicts(temperature: float, runs: dict[str, list[DecodeResult]], gamma: int
             "shown_slower_than_eagle": slower.rejected,
         },
     }
+
+
+def holm_families(settings: dict[str, Any]) -> dict[str, Any]:
+    """Holm's correction over each of :data:`FAMILIES` (the t-test families only when every
+    setting has at least two chunks)."""
+    families = {
+        "sign_tests_against_eagle": holm_family(
+            {
+                f"{key} {test}": entry["sign_tests"][test]["p_value"]
+                for key, entry in settings.items()
+                for test in ("dspark_slower_than_eagle", "dspark_faster_than_eagle")
+            },
+            FAMILIES["sign_tests_against_eagle"],
+        )
+    }
+    if all(entry["t_tests"] is not None for entry in settings.values()):
+        for family, ratio in (
+            ("t_tests_against_eagle", "dspark_over_eagle"),
+            ("t_tests_faster_than_target", "dspark_over_target"),
+        ):
+            families[family] = holm_family(
+                {key: entry["t_tests"][ratio]["p_value"] for key, entry in settings.items()},
+                FAMILIES[family],
+            )
+    return families
 
 
 def headline(
@@ -306,6 +355,29 @@ def headline(
     loads["end"] = load_now()
     return {
         "command": PROG,
+        "interval": RATIO_INTERVAL + "; medians with order-statistic intervals beside it",
+        "holm": holm_families(settings),
+        "prompt_ids": {
+            "pilot": {
+                k: {
+                    "split": "calibration",
+                    "starts": prompt_starts(
+                        c.stream("calibration"), pilot_chunks, length, seed + 11
+                    ),
+                }
+                for k, c in corpora.items()
+            },
+            "main": {
+                k: {
+                    "split": "evaluation",
+                    "starts": prompt_starts(c.stream("evaluation"), planned, length, seed + 13)[
+                        :used
+                    ],
+                }
+                for k, c in corpora.items()
+            },
+            "disjoint": "calibration = even-indexed held-out documents, evaluation = odd-indexed",
+        },
         "weights": models.source,
         "machine": {
             "platform": platform.platform(),

@@ -26,6 +26,13 @@ each Algorithm 1 and the target, in a fresh random order per chunk. Tests over t
 chunks, exact one-sided sign tests at alpha 0.05 with power against a 70 % share: on the CPU
 clock, Algorithm 1 non-inferior to the best fixed gamma (rejects "Algorithm 1 below
 (1 - margin) of it"); on each memory-bound clock, Algorithm 1 faster than it.
+
+Every per-chunk ratio is stored (``by_chunk``); each ratio also carries the 95 % t-interval of
+the mean per-chunk log ratio (exponentiated) and the one-sided t-test "Algorithm 1 faster".
+Holm's correction runs over each named family of tests of the run, all batch sizes together
+(``holm`` in the JSON). The sweep's calibration prompts (even-indexed held-out documents) and
+the measured evaluation prompts (odd-indexed) are disjoint documents; both sets' offsets are
+stored per batch size (``prompt_ids``).
 """
 
 from __future__ import annotations
@@ -56,10 +63,11 @@ from specproof.stats.sizing import (
 )
 
 from ..arguments import integer_at_least, loaded, number_in
-from ..data.corpora import load_corpora, prompts_from
+from ..data.corpora import load_corpora, prompt_starts, prompts_from
 from ..decoding.rounds import DecodeResult
 from ..decoding.schedules import PerPositionThreshold
 from ..evaluation.calibration import fit_sts
+from ..evaluation.chunk_intervals import RATIO_INTERVAL, holm_family, log_ratio_summary
 from ..evaluation.clocks import (
     Clock,
     DrafterKind,
@@ -89,6 +97,14 @@ THRESHOLD = Fraction(1, 2)
 TARGET = "target only"
 CPU = "cpu"
 MEASURES = ("whole", "full_batch")
+FAMILIES = {
+    "faster_sign_tests": "Algorithm 1 faster than its reference, exact one-sided sign test, every "
+    "batch size x clock x measure x reference of this run",
+    "faster_t_tests": "Algorithm 1 faster than its reference, one-sided t-test of the mean "
+    "per-chunk log speed ratio, every batch size x clock x measure x reference of this run",
+    "non_inferior_sign_tests": "Algorithm 1 non-inferior to its reference (CPU clock), exact "
+    "one-sided sign test, every batch size x measure x reference of this run",
+}
 DRAFTING_PHASES = (0, 1, 5)
 """draft, confidences, commit (the drafter's update): the phases that differ by drafter."""
 
@@ -359,6 +375,7 @@ def one_batch(
                     "reference": reference,
                     "ratio": ratio_summary(values),
                     "faster": sign_test_faster(values, ALPHA, WIN_SHARE).as_dict(),
+                    "faster_t": log_ratio_summary(values, "greater") if len(values) >= 2 else None,
                 }
                 if name == CPU:
                     entry["non_inferior"] = sign_test_non_inferior(
@@ -395,6 +412,30 @@ def one_batch(
     }
     rounds = {"sweep": record_rounds(sweep), "evaluation": record_rounds(runs)}
     return result, rounds
+
+
+def holm_families(batches: dict[str, Any]) -> dict[str, Any]:
+    """Holm's correction over each of :data:`FAMILIES`, across every batch size run so far
+    (the t-test family only when every test has at least two chunks)."""
+    p_values: dict[str, dict[str, float]] = {name: {} for name in FAMILIES}
+    complete = True
+    for batch, entry in batches.items():
+        for clock, by_clock in entry["clocks"].items():
+            for measure, tests in by_clock["tests"].items():
+                for role, test in tests.items():
+                    name = f"B={batch} {clock} {measure} {role}"
+                    p_values["faster_sign_tests"][name] = test["faster"]["p_value"]
+                    if test.get("faster_t") is None:
+                        complete = False
+                    else:
+                        p_values["faster_t_tests"][name] = test["faster_t"]["p_value"]
+                    if "non_inferior" in test:
+                        p_values["non_inferior_sign_tests"][name] = test["non_inferior"]["p_value"]
+    return {
+        name: holm_family(values, FAMILIES[name])
+        for name, values in p_values.items()
+        if values and (complete or name != "faster_t_tests")
+    }
 
 
 def fit_sts_t1(
@@ -495,6 +536,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         k: prompts_from(c.stream("evaluation"), most * args.chunks, length, args.seed + 4)
         for k, c in corpora.items()
     }
+    calibration_ids = {
+        k: prompt_starts(c.stream("calibration"), most * args.sweep_chunks, length, args.seed + 3)
+        for k, c in corpora.items()
+    }
+    evaluation_ids = {
+        k: prompt_starts(c.stream("evaluation"), most * args.chunks, length, args.seed + 4)
+        for k, c in corpora.items()
+    }
     sts_prompts = {
         k: prompts_from(c.stream("calibration"), 16, length, args.seed + 5)
         for k, c in corpora.items()
@@ -521,6 +570,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "margin": args.margin,
         "threshold": str(THRESHOLD),
         "sts_temperatures": sts,
+        "interval": RATIO_INTERVAL + "; medians with order-statistic intervals beside it",
         "batches": batches,
         "rounds_file": str(args.rounds_out),
     }
@@ -537,8 +587,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             args.profile_seconds,
             args.seed + 10 * batch,
         )
+        result["prompt_ids"] = {
+            "sweep": {
+                k: {"split": "calibration", "starts": starts[: batch * args.sweep_chunks]}
+                for k, starts in calibration_ids.items()
+            },
+            "measured": {
+                k: {"split": "evaluation", "starts": starts[: batch * args.chunks]}
+                for k, starts in evaluation_ids.items()
+            },
+            "disjoint": "calibration = even-indexed held-out documents, evaluation = odd-indexed",
+        }
         batches[str(batch)] = result
         rounds[str(batch)] = recorded
+        result_all["holm"] = holm_families(batches)
         # Written after every batch size, so a run cut short keeps what it measured.
         result_all["seconds"] = time.perf_counter() - started
         args.out.write_text(json.dumps(result_all, indent=1) + "\n")

@@ -87,8 +87,12 @@ def headline_section(result: dict[str, Any], source: str) -> str:
         f"{result['power_at_chunks_used']:.3f} (>= {result['target_power']}) against a "
         f"{result['win_share']:.0%} win rate. Ratios are medians of per-chunk tokens/s ratios "
         "with distribution-free 95 % order-statistic intervals. Sign tests: 'p (slower)' "
-        "tests 'DSpark + Algorithm 1 is slower than EAGLE-3', 'p (faster)' the reverse, each "
-        "at its own alpha = 0.05, no correction across the 12 tests.",
+        "tests 'DSpark + Algorithm 1 is slower than EAGLE-3', 'p (faster)' the reverse, "
+        + (
+            "each at its own alpha = 0.05; Holm-adjusted below."
+            if "holm" in result
+            else "each at its own alpha = 0.05, no correction across the 12 tests."
+        ),
         "",
     ]
     rows = headline_rows(settings, missed="**missed**")
@@ -107,6 +111,8 @@ def headline_section(result: dict[str, Any], source: str) -> str:
         ],
         rows,
     )
+    if "holm" in result:
+        lines += ["", *holm_lines(result)]
     lines += [
         "",
         "Pilot: EAGLE-3's median speed ratio to the target by gamma "
@@ -121,6 +127,50 @@ def headline_section(result: dict[str, Any], source: str) -> str:
         )
     lines += table(["domain / T", *(f"gamma={g}" for g in range(1, 8)), "chosen"], pilot_rows)
     return "\n".join(lines) + "\n"
+
+
+def holm_lines(result: dict[str, Any]) -> list[str]:
+    """A headline run's t-intervals and Holm-adjusted p-values (runs that store them)."""
+    families = result["holm"]
+    lines = [f"Intervals: {result['interval']}. Holm's correction at alpha 0.05 per family:"]
+    lines += [f"- {name}: {family['family']}" for name, family in families.items()]
+    lines.append("")
+    rows = []
+    for key, entry in result["settings"].items():
+        t_tests = entry.get("t_tests")
+        sign = families["sign_tests_against_eagle"]["adjusted"]
+        row = [
+            key,
+            f"{sign[f'{key} dspark_slower_than_eagle']:.3g}",
+            f"{sign[f'{key} dspark_faster_than_eagle']:.3g}",
+        ]
+        for ratio, family in (
+            ("dspark_over_eagle", "t_tests_against_eagle"),
+            ("dspark_over_target", "t_tests_faster_than_target"),
+        ):
+            if t_tests is None or family not in families:
+                row += ["-", "-"]
+                continue
+            summary = t_tests[ratio]
+            low, high = summary["interval_95"]
+            row += [
+                f"{summary['geometric_mean']:.2f} [{low:.2f}, {high:.2f}]",
+                f"{families[family]['adjusted'][key]:.3g}",
+            ]
+        rows.append(row)
+    lines += table(
+        [
+            "domain / T",
+            "Holm p (slower)",
+            "Holm p (faster)",
+            "DSpark / EAGLE-3 geometric mean [95 % t]",
+            "Holm p (t, two-sided)",
+            "DSpark x target geometric mean [95 % t]",
+            "Holm p (t, faster)",
+        ],
+        rows,
+    )
+    return lines
 
 
 def clocks_section(result: dict[str, Any], source: str) -> str:
@@ -233,7 +283,13 @@ def clocks_section(result: dict[str, Any], source: str) -> str:
     lines += [
         "",
         f"Tests over the pooled held-out chunks: exact one-sided sign tests, alpha = "
-        f"{result['alpha']} each (no correction across the table), power stated against a "
+        f"{result['alpha']} each "
+        + (
+            "(Holm-adjusted after this table)"
+            if "holm" in result
+            else "(no correction across the table)"
+        )
+        + f", power stated against a "
         f"{result['win_share']:.0%} share of chunks; 'non-inferior' rejects 'Algorithm 1 is "
         f"below {1 - result['margin']:g} of the reference' (margin {result['margin']:g}, CPU "
         "clock only); 'faster' rejects 'Algorithm 1 is not faster'. Whole decode, and "
@@ -274,7 +330,60 @@ def clocks_section(result: dict[str, Any], source: str) -> str:
         ],
         test_rows,
     )
+    if "holm" in result:
+        lines += ["", *clocks_holm_lines(result)]
     return "\n".join(lines) + "\n"
+
+
+def clocks_holm_lines(result: dict[str, Any]) -> list[str]:
+    """A scheduler-clock run's t-intervals and Holm-adjusted p-values (runs that store them)."""
+    families = result["holm"]
+    lines = [f"Intervals: {result['interval']}. Holm's correction at alpha 0.05 per family:"]
+    lines += [f"- {name}: {family['family']}" for name, family in families.items()]
+    lines.append("")
+
+    def adjusted(family: str, name: str) -> str:
+        value = families.get(family, {}).get("adjusted", {}).get(name)
+        return "-" if value is None else f"{value:.3g}"
+
+    rows = []
+    for batch, entry in result["batches"].items():
+        for clock, by_clock in entry["clocks"].items():
+            for measure, tests in by_clock["tests"].items():
+                for role, test in tests.items():
+                    name = f"B={batch} {clock} {measure} {role}"
+                    summary = test.get("faster_t")
+                    if summary is None:
+                        cell = "-"
+                    else:
+                        low, high = summary["interval_95"]
+                        cell = f"{summary['geometric_mean']:.3f} [{low:.3f}, {high:.3f}]"
+                    rows.append(
+                        [
+                            batch,
+                            clock,
+                            measure.replace("_", " "),
+                            test["reference"],
+                            cell,
+                            adjusted("faster_sign_tests", name),
+                            adjusted("faster_t_tests", name),
+                            adjusted("non_inferior_sign_tests", name),
+                        ]
+                    )
+    lines += table(
+        [
+            "B",
+            "clock",
+            "measure",
+            "Algorithm 1 against",
+            "geometric-mean ratio [95 % t]",
+            "Holm p (sign, faster)",
+            "Holm p (t, faster)",
+            "Holm p (non-inferior)",
+        ],
+        rows,
+    )
+    return lines
 
 
 def clocks_summary(result: dict[str, Any]) -> str:
