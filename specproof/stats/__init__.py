@@ -8,6 +8,8 @@ are in :mod:`specproof.stats.bounds`.
 Paired speed comparisons: :mod:`specproof.stats.sign_test` is the exact one-sided sign test over
 per-chunk ratios, with its power; :mod:`specproof.stats.sizing` gives the number of chunks it
 needs, the distribution-free interval of a median and the non-inferiority form of the test.
+:mod:`specproof.stats.intervals` gives t- and BCa intervals over chunks, the paired t-test and
+Holm's correction across a named family of tests.
 """
 
 from .bounds import (
