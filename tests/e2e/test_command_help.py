@@ -23,6 +23,7 @@ COMMANDS = [
     "experiments.ceiling",
     "experiments.headline",
     "experiments.scheduler_clocks",
+    "experiments.scheduler_clocks_retimed",
     "experiments.sts_claims",
     "experiments.walk_cost",
     "report.headline_and_clocks",

@@ -176,3 +176,17 @@ def line_from_profile(batch_sizes: Sequence[int], step_fit: Sequence[float]) -> 
     first, last = 1.0 / step_fit[0], 1.0 / step_fit[-1]
     slope = (last - first) / (batch_sizes[-1] - batch_sizes[0])
     return first - slope * batch_sizes[0], slope
+
+
+WALL_CLOCK = "wall clock (measured)"
+CPU_LINE = "CPU line fitted to measured rounds (modelled)"
+
+
+def plain_clock_name(key: str) -> str:
+    """What a stored clock key ("cpu", "knee 16") is, named plainly: which clock is measured
+    and which is a model applied to recorded rounds."""
+    if key == "cpu":
+        return CPU_LINE
+    if key.startswith("knee "):
+        return f"memory-bound model, {key} (modelled)"
+    raise ValueError(f"unknown clock {key!r}")
