@@ -255,11 +255,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for path in args.runs:
         run = json_object(parser, path, "--runs", ("batches", "rounds_file", "new_tokens"))
         rounds_path = Path(run["rounds_file"])
+        if not rounds_path.exists():  # stored relative to the repository root
+            rounds_path = path.parent / rounds_path.name
         try:
             with gzip.open(rounds_path, "rt") as handle:
                 rounds = json.load(handle)
         except (OSError, json.JSONDecodeError) as error:
             parser.error(f"--runs: cannot read the rounds file {rounds_path} of {path}: {error}")
+        if missing := sorted(set(run["batches"]) - set(rounds), key=int):
+            parser.error(f"--runs: {rounds_path} has no rounds of batch sizes {missing}")
         runs[str(path)] = retime_run(run, rounds)
     e2e = json_object(parser, args.wall, "--wall", ("scheduler_tests",))
     result: dict[str, Any] = {

@@ -218,3 +218,42 @@ def retimed_section(result: dict[str, Any], source: str) -> str:
 
 def write_section(result: dict[str, Any], source: Path, markdown: Path) -> None:
     replace_section(markdown, SECTION, retimed_section(result, str(source)))
+
+
+MAIN_RUN = "benchmarks/scheduler_clocks.json"
+
+
+def docs_table(result: dict[str, Any], run_name: str = MAIN_RUN) -> str:
+    """docs/end_to_end.md's table of one run: per clock and measure, Algorithm 1 over the best
+    fixed gamma on the measured chunks, with the pilot-chosen gamma's ratio beside it; the wall
+    clock's row from the e2e run (its pilot-chosen gamma; no hindsight reference measured)."""
+    run = result["runs"][run_name]
+    wall = result["wall_clock"]["by_batch"]
+    batches = sorted(run["batches"], key=int)
+    rows = []
+    for measure, measure_name in MEASURE_NAMES.items():
+        cells = []
+        for batch in batches:
+            entry = wall.get(batch)
+            cells.append(
+                NOT_MEASURED
+                if entry is None
+                else f"hindsight {NOT_MEASURED}; e2e run (other prompts), pilot gamma "
+                f"{entry['pilot_gamma']}: {ratio_cell(entry['measures'][measure])}"
+            )
+        rows.append([WALL_CLOCK, measure_name, *cells])
+    first = run["batches"][batches[0]]
+    for clock in first["clocks"]:
+        for measure, measure_name in MEASURE_NAMES.items():
+            cells = []
+            for batch in batches:
+                entry = run["batches"][batch]["clocks"][clock]["measures"][measure]
+                best, pilot = entry["hindsight"], entry["pilot"]
+                faster = best["ratio"]["faster"]
+                cells.append(
+                    f"{ratio_cell(best['ratio'])} ({faster['slower']}/{faster['n']}; gamma "
+                    f"{best['gamma']}); pilot gamma {pilot['gamma']}: "
+                    f"{pilot['ratio']['median']:.2f}"
+                )
+            rows.append([first["clocks"][clock]["label"], measure_name, *cells])
+    return "\n".join(table(["clock", "measure", *(f"B = {b}" for b in batches)], rows))
