@@ -185,7 +185,11 @@ def test_a_rounds_file_without_a_batch_size_is_one_line_exit_2(
     with gzip.open(rounds, "wt") as handle:
         json.dump({"4": {}}, handle)
     run = tmp_path / "run.json"
-    run.write_text(json.dumps({"batches": {"8": {}}, "rounds_file": str(rounds), "new_tokens": 4}))
+    run.write_text(
+        json.dumps(
+            {"batches": {"8": {}}, "rounds_file": str(rounds), "new_tokens": 4, "margin": 0.05}
+        )
+    )
     argv = ["--runs", str(run), "--out", str(tmp_path / "o.json")]
     with pytest.raises(SystemExit) as stopped:
         scheduler_clocks_retimed.main([*argv, "--markdown", str(tmp_path / "b.md")])
