@@ -13,8 +13,9 @@ EAGLE-3 at fixed gamma) is decoded once and its rounds are charged under each cl
 (:mod:`specproof.e2e.evaluation.clocks`). Algorithm 1 reads the clock (it maximises tau * SPS(B)),
 so it is decoded once per clock, given that clock's SPS, and charged under that clock only.
 
-Clocks: (a) this CPU: the line of a DSpark round's time in B from an SPS profile measured at
-the start of each batch size (which Algorithm 1 is given), EAGLE-3's extra drafting time per
+Clocks, both models applied to the recorded rounds (no wall time is stored): (a) the CPU line
+fitted to measured rounds: the line of a DSpark round's time in B from an SPS profile measured
+at the start of each batch size (which Algorithm 1 is given), EAGLE-3's extra drafting time per
 gamma and the target's step time measured on the sweep decodes; (b) a memory-bound model per
 ``--knees`` value (:class:`specproof.e2e.evaluation.clocks.RooflineClock`; drafter passes read the
 drafters' share of the target's parameters).
