@@ -84,7 +84,8 @@ BATCH = 512
 """Requests per ``generate_many`` call."""
 STARTUP_SECONDS = 120.0
 T1 = {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0}
-TRUNCATED = {**T1, "top_k": 5, "top_p": 0.9, "min_p": 0.05}
+TRUNCATED = {**T1, "temperature": 0.8, "top_k": 5, "top_p": 0.9, "min_p": 0.05}
+"""Below 1, so the draft's retuned temperature (probabilistic drafting) is exercised."""
 GREEDY = {**T1, "do_sample": False, "temperature": 0.0}
 GREEDY_TOKENS = 8
 SAMPLERS = ("top_k", "top_p", "min_p", "temperature")
@@ -93,7 +94,7 @@ top-n-sigma, typical-p and XTC, each switched off by its default but named here 
 
 SETTINGS = (
     ("T=1", T1, "T = 1", LOOKUP_PROMPT),
-    ("truncated", TRUNCATED, "top-k 5, top-p 0.9, min-p 0.05", PROMPT),
+    ("truncated", TRUNCATED, "T = 0.8, top-k 5, top-p 0.9, min-p 0.05", PROMPT),
     ("greedy", GREEDY, "greedy (temperature 0)", PROMPT),
 )
 """At T = 1 the prompt after which n-gram drafts are accepted in full now and then

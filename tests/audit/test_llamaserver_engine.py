@@ -89,7 +89,7 @@ def test_server_options() -> None:
 def test_request_body() -> None:
     body = le.request_body(le.by_name("truncated n-gram k=3"), (1, 2, 3), 5, 11)
     assert body == {
-        "prompt": [1, 2, 3], "n_predict": 5, "seed": 11, "temperature": 1.0, "top_k": 5,
+        "prompt": [1, 2, 3], "n_predict": 5, "seed": 11, "temperature": 0.8, "top_k": 5,
         "top_p": 0.9, "min_p": 0.05, "samplers": ["top_k", "top_p", "min_p", "temperature"],
         "repeat_penalty": 1.0, "cache_prompt": False, "ignore_eos": True, "return_tokens": True,
         "stream": False,
@@ -135,13 +135,17 @@ def test_truncated_chain_by_hand() -> None:
     # below 0.9, 0.947 reaches it, so the fourth token is kept and the fifth dropped; min-p 0.05
     # of 0.444 drops none of the four.
     raw = logits_of(0.4, 0.25, 0.15, 0.1, 0.05, 0.03, 0.02, 1e-30)
-    probs = le.chain_probs(raw, le.TRUNCATED)
+    probs = le.chain_probs(raw, {**le.TRUNCATED, "temperature": 1.0})
     expected = torch.tensor([0.4, 0.25, 0.15, 0.1, 0, 0, 0, 0], dtype=torch.float64) / 0.9
     assert torch.allclose(probs, expected)
     # min-p 0.3 drops what is below 0.3 * 0.444 = 0.133 after top-p: 0.111 goes.
-    strict = le.chain_probs(raw, {**le.TRUNCATED, "min_p": 0.3})
+    strict = le.chain_probs(raw, {**le.TRUNCATED, "min_p": 0.3, "temperature": 1.0})
     kept = torch.tensor([0.4, 0.25, 0.15, 0, 0, 0, 0, 0], dtype=torch.float64) / 0.8
     assert torch.allclose(strict, kept)
+    # The temperature comes last, on what is kept: T = 0.5 squares the kept probabilities.
+    cooled = le.chain_probs(raw, {**le.TRUNCATED, "min_p": 0.3, "temperature": 0.5})
+    squares = torch.tensor([0.16, 0.0625, 0.0225, 0, 0, 0, 0, 0], dtype=torch.float64)
+    assert torch.allclose(cooled, squares / squares.sum())
 
 
 STAND_IN = """
