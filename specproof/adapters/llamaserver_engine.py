@@ -34,6 +34,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -41,6 +42,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -67,6 +69,7 @@ from specproof.adapters.configurations import (
 )
 from specproof.adapters.llamacpp_engine import ConverterSource
 from specproof.adapters.llamacpp_engine import chain_probs as llamacpp_chain_probs
+from specproof.audit.engine.coverage import untaken_paths
 from specproof.audit.engine.subject import Emission, Engine, TargetProbs
 from specproof.subjects.real_models import EOS, LOOKUP_PROMPT, PROMPT, VOCAB, load_target
 
@@ -281,9 +284,15 @@ class LlamaServer:
     """A ``llama-server`` child process on 127.0.0.1, stopped (its whole process group) when
     the ``with`` block ends, however it ends."""
 
-    def __init__(self, arguments: Sequence[str], executable: Path | None = None) -> None:
+    def __init__(
+        self,
+        arguments: Sequence[str],
+        executable: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.arguments = list(arguments)
         self.executable = executable
+        self.env = {**os.environ, **(env or {})}
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (the server's output; closed in stop)
@@ -294,7 +303,11 @@ class LlamaServer:
         command = [str(self.executable or binary()), *self.arguments,
                    "--host", "127.0.0.1", "--port", str(self.port)]  # fmt: skip
         self.process = subprocess.Popen(
-            command, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=self.env,
         )
         try:
             self.wait_ready()
@@ -311,9 +324,12 @@ class LlamaServer:
     ) -> None:
         self.stop()
 
-    def log_tail(self, characters: int = 2000) -> str:
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")[-characters:]
+    def log_tail(self, characters: int | None = 2000) -> str:
+        """The server's output so far (its last ``characters``; None: all of it). Read with
+        pread: the server writes through the same file offset, which a seek would move."""
+        fd = self.log.fileno()
+        text = os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+        return text if characters is None else text[-characters:]
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + STARTUP_SECONDS
@@ -410,13 +426,30 @@ class LogSoftmaxed:
         return output
 
 
+TRACE_ENV = {"LLAMA_TRACE": "1"}
+"""Makes the server log each verification round: "accepted A/D draft tokens"."""
+ROUND = re.compile(r"accepted +(\d+)/ *(\d+) draft tokens")
+
+
+def logged_rounds(log: str) -> list[tuple[int, int]]:
+    """(drafted, accepted) of every round the server logged under :data:`TRACE_ENV`."""
+    return [(int(d), int(a)) for a, d in ROUND.findall(log)]
+
+
+def histogram(values: Sequence[int]) -> str:
+    counts = Counter(values)
+    return " ".join(f"{key}:{counts[key]}" for key in sorted(counts))
+
+
 @dataclass
 class DraftTrace:
-    """The server's per-request draft counts, summed over the audit."""
+    """The server's per-request draft counts, summed over the audit, and the rounds it
+    logged (its log is read when the note is made)."""
 
     drafted: int = 0
     accepted: int = 0
     requests: int = 0
+    log: Callable[[], str] = str
 
     def add(self, completion: Completion) -> None:
         self.drafted += completion.drafted
@@ -425,10 +458,27 @@ class DraftTrace:
 
     def note(self) -> str:
         rate = self.accepted / self.drafted if self.drafted else 0.0
-        return (
+        totals = (
             f"{self.drafted} tokens drafted over {self.requests} requests, {self.accepted} "
-            f"accepted ({rate:.3f}; the server's per-request timings: rounds are not reported)"
+            f"accepted ({rate:.3f})"
         )
+        rounds = logged_rounds(self.log())
+        for _ in range(20):  # the server logs from its own thread: let it catch up
+            if sum(d for d, _ in rounds) >= self.drafted:
+                break
+            time.sleep(0.1)
+            rounds = logged_rounds(self.log())
+        if not rounds:
+            return f"{totals}; no rounds logged"
+        logged = (sum(d for d, _ in rounds), sum(a for _, a in rounds))
+        warnings = untaken_paths(rounds, K)
+        return (
+            f"{len(rounds)} rounds logged; drafted {histogram([d for d, _ in rounds])}; "
+            f"accepted {histogram([a for _, a in rounds])}; {totals}"
+            + ("" if logged == (self.drafted, self.accepted) else
+               f" (the log's rounds sum to {logged[0]} drafted, {logged[1]} accepted)")
+            + (f"; untaken: {'; '.join(warnings)}" if warnings else "")
+        )  # fmt: skip
 
 
 def server_engine(
@@ -491,13 +541,14 @@ def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> N
     target_gguf, draft_gguf = ggufs_of(models)
     target = load_target(models / "target")
     prompt = prompt_shown(config.prompt, config.greedy)
-    trace = DraftTrace()
+    drafted = config.drafter != "none"
     started = time.perf_counter()
-    with LlamaServer(server_arguments(config, target_gguf, draft_gguf)) as server:
+    arguments = server_arguments(config, target_gguf, draft_gguf)
+    with LlamaServer(arguments, env=TRACE_ENV if drafted else None) as server:
+        trace = DraftTrace(log=lambda: server.log_tail(None))
         startup = f"server start-up {time.perf_counter() - started:.1f} s (until /health)"
         gap = logit_gap(server_logits(server), LogSoftmaxed(target), gap_sequences())
         build = partial(server_engine, config, server, target, trace)
-        drafted = config.drafter != "none"
         audit_beside_hf("llama-server", installed_version(), config, build, gap, runs, out,
                         prompt, notes=lambda: [startup, *([trace.note()] if drafted else [])],
                         coverage_text_of=trace.note)  # fmt: skip

@@ -122,6 +122,24 @@ def test_parse_completion() -> None:
     assert le.parse_completion(plain) == le.Completion((1,), 0, 0)
 
 
+LOG = """slot print_timing: id  0 | task 12 | prompt eval time = 1 ms
+slot update_slots: id  0 | task 12 | accepted  1/ 3 draft tokens
+slot update_slots: id  0 | task 12 | accepted  0/ 1 draft tokens
+slot update_slots: id  0 | task 13 | accepted  3/ 3 draft tokens (restore checkpoint)
+"""
+
+
+def test_rounds_from_the_servers_trace_log() -> None:
+    assert le.logged_rounds(LOG) == [(3, 1), (1, 0), (3, 3)]
+    trace = le.DraftTrace(drafted=7, accepted=4, requests=2, log=lambda: LOG)
+    note = trace.note()
+    assert note.startswith("3 rounds logged; drafted 1:1 3:2; accepted 0:1 1:1 3:1; 7 tokens")
+    assert "sum to" not in note  # the log's rounds and the responses' totals agree
+    assert "untaken: no draft was rejected after an accepted token" not in note
+    short = le.DraftTrace(drafted=9, accepted=4, requests=2, log=lambda: LOG)
+    assert "(the log's rounds sum to 7 drafted, 4 accepted)" in short.note()
+
+
 def logits_of(*probs: float) -> torch.Tensor:
     return torch.tensor(probs, dtype=torch.float64).log()
 
