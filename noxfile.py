@@ -352,9 +352,10 @@ def audit_llamaserver(session: nox.Session) -> None:
     source distribution has no git history); the version is the package's. The models are
     converted by b11434's own converter, with its own gguf-py (from the same source
     distribution; the gguf package is there for scripts that write GGUF directly). With the
-    venv reused, the whole session (its tests in 27 s, then all 16 configurations at the
-    default n, each against its own server) took 10 min 16 s on 2026-12-07 at a load average
-    of 3-4. Writes the llama-server entries of benchmarks/engine_audit_real.json and .md."""
+    venv reused, the whole session (its tests in 32 s, then all 16 configurations at the
+    default n, each against its own server: the committed table) took 12 min 2 s on
+    2026-12-07 at a load average of about 4. Writes the llama-server entries of
+    benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
         "sentencepiece", "gguf==0.19.0",
