@@ -67,6 +67,14 @@ def failed_rows(record: Mapping[str, Any]) -> list[str]:
     return [c if counts[c] == 1 else f"{c} x{counts[c]}" for c in dict.fromkeys(checks)]
 
 
+def engine_shown(record: Mapping[str, Any]) -> str:
+    """ "ENGINE VERSION", the version after the engine's name where the label goes on ("vLLM
+    0.32.0 with specproof's verifier")."""
+    name, version = record["engine"], record["version"]
+    base, sep, rest = name.partition(" with ")
+    return f"{base} {version}{sep}{rest}"
+
+
 def markdown(records: Iterable[Mapping[str, Any]]) -> str:
     lines = [HEADER, "|---|---|---|---|---|---|---|---|---|"]
     for record in records:
@@ -75,7 +83,7 @@ def markdown(records: Iterable[Mapping[str, Any]]) -> str:
         if failed:
             verdict += f" ({', '.join(failed)})"
         lines.append(
-            f"| {record['engine']} {record['version']} | {record['configuration']} | "
+            f"| {engine_shown(record)} | {record['configuration']} | "
             f"{record['control'] or '-'} | {verdict} | {runs_of(record)} | {worst_row(record)} | "
             f"{power_of(record)} | {record['coverage'] or '-'} | {record['seconds']} |"
         )
