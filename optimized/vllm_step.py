@@ -6,8 +6,10 @@ parameters, and returns [B, max_spec_len + 1] int32 tokens (accepted drafts, the
 or bonus token, then -1). :func:`verify_step` computes the same with
 :func:`~specproof.optimized.verify.verify_call` underneath, bonus token included:
 
-- The rows are gathered once into a dense [B, n + 1, V] float32 copy: request r's drafted
-  rows, then its bonus row at position ``num_draft_tokens[r]`` (padding repeats it, never read).
+- The rows are read as a dense [B, n + 1, V] tensor: request r's drafted rows, then its bonus
+  row at position ``num_draft_tokens[r]`` (padding repeats it, never read). In vLLM's layout
+  with every request drafting alike this is a view of the logits (no copy); otherwise one
+  float32 gather.
 - Truncation, in vLLM's order (``reference/filters.py``, order ``vllm``): temperature, min-p,
   top-k, top-p, each as a -inf mask on the logits (:func:`truncate_logits_`). Greedy requests
   (temperature 0) are not cut: every cut keeps the argmax.
@@ -51,27 +53,27 @@ def truncate_logits_(
     top_p: torch.Tensor | None = None,
     min_p: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Mask with -inf, in place, the tokens vLLM's sampler cuts from float32 logits ``rows``
-    [R, V] at per-row ``temperature`` [R] (> 0), in vLLM's order: min-p on softmax(l / T) (a
-    token is kept when p >= min_p * p_max, i.e. l >= l_max + T log min_p), then top-k (the
-    logits at least the k-th largest), then top-p on the law those left (the smallest set of
-    most probable tokens whose mass reaches top_p; the mass strictly before a kept token is
-    below top_p). ``top_k`` of 0 or >= V, ``top_p`` of 1 and ``min_p`` of 0 cut nothing; None
-    means no row cuts. Ties at a cut are all kept. Returns ``rows``."""
+    """Mask with -inf, in place, the tokens vLLM's sampler cuts from logits ``rows`` [R, V]
+    (read as float32) at per-row ``temperature`` [R] (> 0), in vLLM's order: min-p on
+    softmax(l / T) (a token is kept when p >= min_p * p_max, i.e. l >= l_max + T log min_p),
+    then top-k (the logits at least the k-th largest), then top-p on the law those left (the
+    smallest set of most probable tokens whose mass reaches top_p; the mass strictly before a
+    kept token is below top_p). ``top_k`` of 0 or >= V, ``top_p`` of 1 and ``min_p`` of 0 cut
+    nothing; None means no row cuts. Ties at a cut are all kept. Returns ``rows``."""
     vocab = rows.shape[1]
     if min_p is not None:
         binding = (min_p > 0).nonzero().squeeze(1)
         if binding.numel():
-            sub = rows.index_select(0, binding)
+            sub = rows.index_select(0, binding).to(torch.float32)
             floor = sub.amax(dim=1) + temperature[binding] * torch.log(min_p[binding])
             sub.masked_fill_(sub < floor[:, None], -math.inf)
-            rows.index_copy_(0, binding, sub)
+            rows.index_copy_(0, binding, sub.to(rows.dtype))
     k_cut = None if top_k is None else (top_k > 0) & (top_k < vocab)
     p_cut = None if top_p is None else top_p < 1
     if p_cut is not None and bool(p_cut.any()):
         cut = p_cut if k_cut is None else (p_cut | k_cut)
         index = cut.nonzero().squeeze(1)
-        sub = rows.index_select(0, index)
+        sub = rows.index_select(0, index).to(torch.float32)
         ordered = sub.sort(dim=1, descending=True).values
         kth = None
         if k_cut is not None and top_k is not None:
@@ -86,16 +88,16 @@ def truncate_logits_(
         if kth is not None:  # rounding can carry the nucleus into the tokens top-k cut
             floor = torch.maximum(floor, kth)
         sub.masked_fill_(sub < floor, -math.inf)
-        rows.index_copy_(0, index, sub)
+        rows.index_copy_(0, index, sub.to(rows.dtype))
     elif k_cut is not None and bool(k_cut.any()):
         assert top_k is not None
         index = k_cut.nonzero().squeeze(1)
-        sub = rows.index_select(0, index)
+        sub = rows.index_select(0, index).to(torch.float32)
         k = top_k[index].to(torch.int64)
         largest = sub.topk(int(k.max()), dim=1).values
         floor = largest.gather(1, (k - 1)[:, None])
         sub.masked_fill_(sub < floor, -math.inf)
-        rows.index_copy_(0, index, sub)
+        rows.index_copy_(0, index, sub.to(rows.dtype))
     return rows
 
 
@@ -192,11 +194,22 @@ def verify_step(
             )
     width = max(counts, default=0) + 1
     rows = dense_rows(lengths, cu_num_draft_tokens, target_indices, bonus_indices, width)
-    dense = workspace("vllm-step-target", batch * width, vocab, device)
-    if logits.dtype == torch.float32:
-        torch.index_select(logits, 0, rows.view(-1), out=dense)
+    in_order = torch.arange(batch * width, device=device)
+    if (
+        logits.is_contiguous()
+        and logits.shape[0] >= batch * width
+        and torch.equal(rows.view(-1), in_order)
+    ):
+        # vLLM's own layout when every request drafts alike (its rows, then its bonus row):
+        # the logits are the dense rows already. Cuts are then written into them (vLLM's
+        # forward contract allows it: "logits can be updated in place").
+        dense = logits[: batch * width]
     else:
-        dense.copy_(logits.index_select(0, rows.view(-1)))
+        dense = workspace("vllm-step-target", batch * width, vocab, device)
+        if logits.dtype == torch.float32:
+            torch.index_select(logits, 0, rows.view(-1), out=dense)
+        else:
+            dense.copy_(logits.index_select(0, rows.view(-1)))
     if all_greedy or temperature is None:
         temperatures = torch.zeros(batch, dtype=torch.float32, device=device)
     else:

@@ -101,17 +101,18 @@ def run_vllm_configurations(
         run.config = config
         run.greedy_companions.clear()
         engine = ve.vllm_engine(run, paths, PROMPT)
+        if config.refused:
+            refusal = engine_refusal(engine)
+            if refusal is not None:  # vLLM's own validation refused the requests, as expected
+                records.append(refused_entry(label, run.version, config, refusal, startup))
+                out.write_text(json.dumps(records))
+                continue
         before = run.counters()
         try:
             report = audit_engine(
                 engine, num_new_tokens=config.tokens, runs=runs, bars=progress_bar()
             )
-        except Exception as error:
-            if config.refused:  # vLLM's own validation refused the requests, as expected
-                records.append(refused_entry(label, run.version, config, error, startup))
-                out.write_text(json.dumps(records))
-                continue
-            # The engine died: a failing row, and no later audit.
+        except Exception as error:  # the engine died: a failing row, and no later audit
             summary = f"the engine raised {type(error).__name__}: {error}"[:300]
             report = EngineReport(
                 config.name, "engine", [exact_row(config.name, "raised", None, "FAIL", summary)]
@@ -158,6 +159,15 @@ def run_vllm_configurations(
         )
         print(report.table(), file=sys.stderr, flush=True)
         out.write_text(json.dumps(records))
+
+
+def engine_refusal(engine: Any) -> BaseException | None:
+    """What one request of the configuration raises (None: the engine accepts it)."""
+    try:
+        engine.generate_many([engine.prompt], 1, 0)
+    except Exception as error:
+        return error
+    return None
 
 
 def refused_entry(

@@ -149,3 +149,38 @@ def test_the_audit_metadata_reaches_the_step() -> None:
             None, logits, torch.tensor([[2]], dtype=torch.int32), metadata,
         )  # fmt: skip
         assert out.tolist() == [[0, -1]]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_vllms_layout_is_read_in_place_with_the_same_tokens(dtype: torch.dtype) -> None:
+    """Logits in vLLM's layout (each request's rows, then its bonus row) are read as they lie;
+    the same rows in another order are gathered: with one seed both give the same tokens at
+    a truncated setting (exact: one computation on the same values)."""
+    batch, drafts, vocab = 6, 3, 50
+    torch.manual_seed(1)
+    in_layout = (torch.randn(batch * (drafts + 1), vocab) * 3).to(dtype)
+    grid = torch.arange(batch * (drafts + 1)).view(batch, drafts + 1)
+    # The same rows, all target rows first and the bonus rows after them.
+    order = torch.cat([grid[:, :drafts].reshape(-1), grid[:, drafts]])
+    shuffled = in_layout[order].clone()
+    common = {
+        "draft_token_ids": torch.randint(0, vocab, (batch * drafts,), dtype=torch.int32),
+        "num_draft_tokens": [drafts] * batch,
+        "cu_num_draft_tokens": torch.arange(1, batch + 1, dtype=torch.int32) * drafts,
+        "draft_probs": None,
+        "temperature": torch.full((batch,), 0.8),
+        "top_k": torch.full((batch,), 10),
+        "top_p": torch.full((batch,), 0.9),
+        "seed": 11,
+    }
+    gathered = verify_step(
+        shuffled, torch.arange(batch * drafts), torch.arange(batch * drafts, len(order)),
+        **common,  # type: ignore[arg-type]
+    )  # fmt: skip
+    direct = verify_step(
+        in_layout,
+        grid[:, :drafts].reshape(-1),
+        grid[:, drafts],
+        **common,  # type: ignore[arg-type]
+    )
+    assert direct.tolist() == gathered.tolist()
