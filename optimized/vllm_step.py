@@ -61,44 +61,55 @@ def truncate_logits_(
     kept token is below top_p). ``top_k`` of 0 or >= V, ``top_p`` of 1 and ``min_p`` of 0 cut
     nothing; None means no row cuts. Ties at a cut are all kept. Returns ``rows``."""
     vocab = rows.shape[1]
-    if min_p is not None:
-        binding = (min_p > 0).nonzero().squeeze(1)
-        if binding.numel():
-            sub = rows.index_select(0, binding).to(torch.float32)
-            floor = sub.amax(dim=1) + temperature[binding] * torch.log(min_p[binding])
-            sub.masked_fill_(sub < floor[:, None], -math.inf)
-            rows.index_copy_(0, binding, sub.to(rows.dtype))
+    if min_p is not None and bool((min_p > 0).any()):
+        index, sub = _rows_to_cut(rows, min_p > 0)
+        floor = sub.amax(dim=1) + _at(temperature, index) * torch.log(_at(min_p, index))
+        sub.masked_fill_(sub < floor[:, None], -math.inf)
+        _write_back(rows, index, sub)
     k_cut = None if top_k is None else (top_k > 0) & (top_k < vocab)
     p_cut = None if top_p is None else top_p < 1
-    if p_cut is not None and bool(p_cut.any()):
-        cut = p_cut if k_cut is None else (p_cut | k_cut)
-        index = cut.nonzero().squeeze(1)
-        sub = rows.index_select(0, index).to(torch.float32)
+    if p_cut is not None and top_p is not None and bool(p_cut.any()):
+        index, sub = _rows_to_cut(rows, p_cut if k_cut is None else (p_cut | k_cut))
         ordered = sub.sort(dim=1, descending=True).values
         kth = None
         if k_cut is not None and top_k is not None:
-            k = torch.where(k_cut[index], top_k[index], vocab).to(torch.int64)
+            k = torch.where(_at(k_cut, index), _at(top_k, index), vocab).to(torch.int64)
             kth = ordered.gather(1, (k - 1)[:, None])
             ordered.masked_fill_(ordered < kth, -math.inf)
-        mass = torch.softmax(ordered / temperature[index][:, None], dim=1)
+        mass = torch.softmax(ordered / _at(temperature, index)[:, None], dim=1)
         before = torch.cumsum(mass, dim=1).sub_(mass)
-        assert top_p is not None
-        kept = (before < top_p[index][:, None]).sum(dim=1).clamp_(min=1)
+        kept = (before < _at(top_p, index)[:, None]).sum(dim=1).clamp_(min=1)
         floor = ordered.gather(1, (kept - 1)[:, None])
         if kth is not None:  # rounding can carry the nucleus into the tokens top-k cut
             floor = torch.maximum(floor, kth)
         sub.masked_fill_(sub < floor, -math.inf)
-        rows.index_copy_(0, index, sub.to(rows.dtype))
-    elif k_cut is not None and bool(k_cut.any()):
-        assert top_k is not None
-        index = k_cut.nonzero().squeeze(1)
-        sub = rows.index_select(0, index).to(torch.float32)
-        k = top_k[index].to(torch.int64)
+        _write_back(rows, index, sub)
+    elif k_cut is not None and top_k is not None and bool(k_cut.any()):
+        index, sub = _rows_to_cut(rows, k_cut)
+        k = _at(top_k, index).to(torch.int64)
         largest = sub.topk(int(k.max()), dim=1).values
         floor = largest.gather(1, (k - 1)[:, None])
         sub.masked_fill_(sub < floor, -math.inf)
-        rows.index_copy_(0, index, sub.to(rows.dtype))
+        _write_back(rows, index, sub)
     return rows
+
+
+def _rows_to_cut(rows: torch.Tensor, cut: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """(index, float32 rows) of the rows ``cut`` marks: the rows themselves (index None) when
+    every row is cut and they are float32, else a copy of those rows."""
+    if rows.dtype == torch.float32 and bool(cut.all()):
+        return None, rows
+    index = cut.nonzero().squeeze(1)
+    return index, rows.index_select(0, index).to(torch.float32)
+
+
+def _at(values: torch.Tensor, index: torch.Tensor | None) -> torch.Tensor:
+    return values if index is None else values[index]
+
+
+def _write_back(rows: torch.Tensor, index: torch.Tensor | None, sub: torch.Tensor) -> None:
+    if index is not None:
+        rows.index_copy_(0, index, sub.to(rows.dtype))
 
 
 def dense_rows(

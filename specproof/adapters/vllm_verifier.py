@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
@@ -135,8 +136,9 @@ def installed() -> bool:
 
 def register() -> None:
     """vLLM's general-plugin entry point: installs the step where :data:`PLUGIN_ENV` is "1"."""
-    if os.environ.get(PLUGIN_ENV) == "1":
+    if os.environ.get(PLUGIN_ENV) == "1" and not installed():
         install()
+        print(f"specproof's vLLM verifier installed in process {os.getpid()}", file=sys.stderr)
 
 
 def unsupported(sampling_metadata: Any, synthetic_mode: bool = False) -> list[str]:
