@@ -48,6 +48,8 @@ def power_of(record: Mapping[str, Any]) -> str:
     """The smallest power its statistical rows reached at their n against their delta (the
     power asked for, 1 - beta, where a row does not record what it reached)."""
     rows = statistical_rows(record)
+    if record.get("verdict") == "REFUSED":  # the engine refused the requests: nothing ran
+        return "-"
     if not rows:
         return "exact rows"
 
