@@ -6,10 +6,10 @@ parameters, and returns [B, max_spec_len + 1] int32 tokens (accepted drafts, the
 or bonus token, then -1). :func:`verify_step` computes the same with
 :func:`~specproof.optimized.verify.verify_call` underneath, bonus token included:
 
-- The rows are read as a dense [B, n + 1, V] tensor: request r's drafted rows, then its bonus
-  row at position ``num_draft_tokens[r]`` (padding repeats it, never read). In vLLM's layout
-  with every request drafting alike this is a view of the logits (no copy); otherwise one
-  float32 gather.
+- The rows are read as a dense [B, n + 1, V] float32 tensor: request r's drafted rows, then
+  its bonus row at position ``num_draft_tokens[r]`` (padding repeats it, never read). For
+  float32 logits in vLLM's layout with every request drafting alike this is a view of the
+  logits (no copy); otherwise one float32 copy or gather.
 - Truncation, in vLLM's order (``reference/filters.py``, order ``vllm``): temperature, min-p,
   top-k, top-p, each as a -inf mask on the logits (:func:`truncate_logits_`). Greedy requests
   (temperature 0) are not cut: every cut keeps the argmax.
@@ -206,18 +206,21 @@ def verify_step(
     width = max(counts, default=0) + 1
     rows = dense_rows(lengths, cu_num_draft_tokens, target_indices, bonus_indices, width)
     in_order = torch.arange(batch * width, device=device)
-    if (
+    in_layout = (
         logits.is_contiguous()
         and logits.shape[0] >= batch * width
         and torch.equal(rows.view(-1), in_order)
-    ):
+    )
+    if in_layout and logits.dtype == torch.float32:
         # vLLM's own layout when every request drafts alike (its rows, then its bonus row):
         # the logits are the dense rows already. Cuts are then written into them (vLLM's
         # forward contract allows it: "logits can be updated in place").
         dense = logits[: batch * width]
-    else:
+    else:  # one float32 copy (vLLM's step converts its rows to float32 too)
         dense = workspace("vllm-step-target", batch * width, vocab, device)
-        if logits.dtype == torch.float32:
+        if in_layout:
+            dense.copy_(logits[: batch * width])
+        elif logits.dtype == torch.float32:
             torch.index_select(logits, 0, rows.view(-1), out=dense)
         else:
             dense.copy_(logits.index_select(0, rows.view(-1)))

@@ -18,6 +18,7 @@ Writes benchmarks/vllm_verifier_timing.json and .md (thread count and load avera
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -65,11 +66,18 @@ def prepared_sampler() -> Any:
     return RejectionSampler(Sampler())
 
 
+DRAFTS = ("rejected", "accepted")
+"""Random drafts (almost all rejected at the first position: specproof's step reads little
+past it), or drafts on a token given most of the mass (almost all accepted: every row read)."""
+
+
 def step_inputs(
-    batch: int, k: int, vocab: int, dtype: torch.dtype, sampling: str
+    batch: int, k: int, vocab: int, dtype: torch.dtype, sampling: str, drafts: str = "rejected"
 ) -> tuple[Any, None, torch.Tensor, Any]:
     """One step's inputs: random logits (scale 4) for B requests of k drafts each, drafts
-    taken deterministically (draft_probs None, as n-gram and EAGLE drafts), unseeded requests."""
+    taken deterministically (draft_probs None, as n-gram and EAGLE drafts), unseeded requests;
+    ``drafts`` "accepted" raises each drafted token's logit by 20 (and the bonus row's first
+    token's), so nearly every draft is accepted."""
     from vllm.v1.spec_decode.metadata import SpecDecodeMetadata
 
     from specproof.adapters.vllm_sampler import sampling_metadata
@@ -80,8 +88,12 @@ def step_inputs(
     per_request = torch.arange(batch + 1, dtype=torch.int32)
     # vLLM's layout: request r's k target rows, then its bonus row.
     target = torch.arange(tokens + batch).view(batch, k + 1)
+    draft_ids = torch.randint(0, vocab, (tokens,), generator=generator, dtype=torch.int32)
+    if drafts == "accepted":
+        rows = target[:, :k].reshape(-1)
+        logits[rows, draft_ids.to(torch.int64)] += 20
     spec = SpecDecodeMetadata(
-        draft_token_ids=torch.randint(0, vocab, (tokens,), generator=generator, dtype=torch.int32),
+        draft_token_ids=draft_ids,
         num_draft_tokens=[k] * batch,
         cu_num_draft_tokens=(per_request[1:] * k).to(torch.int32),
         cu_num_sampled_tokens=(per_request[1:] * (k + 1)).to(torch.int32),
@@ -127,25 +139,26 @@ def time_steps(shapes: list[tuple[int, int, int]], pairs: int) -> list[dict[str,
     vllm_forward = RejectionSampler.forward
     rows = []
     for batch, k, vocab in shapes:
-        for dtype in (torch.float32, torch.bfloat16):
-            for sampling in SAMPLINGS:
-                args = step_inputs(batch, k, vocab, dtype, sampling)
-                with torch.no_grad():
-                    theirs, ours = paired_times(
-                        lambda: vllm_forward(sampler, *args),  # noqa: B023
-                        lambda: vllm_verifier.verifier_forward(sampler, *args),  # noqa: B023
-                        pairs,
-                    )
-                ratios = [o / t for o, t in zip(ours, theirs, strict=True)]
-                row = {
-                    "batch": batch, "k": k, "vocab": vocab, "dtype": str(dtype).split(".")[-1],
-                    "sampling": sampling, "pairs": pairs,
-                    "vllm_ms": {n: v * 1e3 for n, v in quartiles(theirs).items()},
-                    "specproof_ms": {n: v * 1e3 for n, v in quartiles(ours).items()},
-                    "ratio": quartiles(ratios),
-                }  # fmt: skip
-                print(step_line(row), flush=True)
-                rows.append(row)
+        for dtype, sampling, drafts in itertools.product(
+            (torch.float32, torch.bfloat16), SAMPLINGS, DRAFTS
+        ):
+            args = step_inputs(batch, k, vocab, dtype, sampling, drafts)
+            with torch.no_grad():
+                theirs, ours = paired_times(
+                    lambda: vllm_forward(sampler, *args),  # noqa: B023
+                    lambda: vllm_verifier.verifier_forward(sampler, *args),  # noqa: B023
+                    pairs,
+                )
+            ratios = [o / t for o, t in zip(ours, theirs, strict=True)]
+            row = {
+                "batch": batch, "k": k, "vocab": vocab, "dtype": str(dtype).split(".")[-1],
+                "sampling": sampling, "drafts": drafts, "pairs": pairs,
+                "vllm_ms": {n: v * 1e3 for n, v in quartiles(theirs).items()},
+                "specproof_ms": {n: v * 1e3 for n, v in quartiles(ours).items()},
+                "ratio": quartiles(ratios),
+            }  # fmt: skip
+            print(step_line(row), flush=True)
+            rows.append(row)
     return rows
 
 
@@ -210,6 +223,7 @@ def step_line(row: dict[str, Any]) -> str:
     v, s, r = row["vllm_ms"], row["specproof_ms"], row["ratio"]
     return (
         f"| {row['batch']} | {row['k']} | {row['vocab']} | {row['dtype']} | {row['sampling']} | "
+        f"{row['drafts']} | "
         f"{v['median']:.2f} ({v['q1']:.2f}-{v['q3']:.2f}) | "
         f"{s['median']:.2f} ({s['q1']:.2f}-{s['q3']:.2f}) | "
         f"{r['median']:.3f} ({r['q1']:.3f}-{r['q3']:.3f}) |"
@@ -226,8 +240,9 @@ def markdown(result: dict[str, Any]) -> str:
         "Verification step alone (`RejectionSampler.forward`, pairs in ABBA order; milliseconds "
         "and ratio specproof / vLLM: median (quartiles)):",
         "",
-        "| B | k | V | logits | sampling | vLLM, expand kernel corrected | specproof | ratio |",
-        "|---|---|---|---|---|---|---|---|",
+        "| B | k | V | logits | sampling | drafts | vLLM, expand kernel corrected | specproof "
+        "| ratio |",
+        "|---|---|---|---|---|---|---|---|---|",
         *(step_line(row) for row in result["step"]),
     ]
     generate = result.get("generate")
