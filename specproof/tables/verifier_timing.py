@@ -253,8 +253,8 @@ def markdown(result: dict[str, Any]) -> str:
             "",
             f"`LLM.generate` ({generate['engine']}; {generate['requests']} requests of "
             f"{generate['tokens_per_request']} tokens per call, {generate['pairs']} pairs): "
-            f"vLLM's step {v['median']:.0f} tokens/s ({v['q1']:.0f}-{v['q3']:.0f}), "
-            f"specproof's {s['median']:.0f} ({s['q1']:.0f}-{s['q3']:.0f}); time ratio "
+            f"vLLM's step {v['median']:.0f} tokens/s ({v['q3']:.0f}-{v['q1']:.0f}, the time "
+            f"quartiles), specproof's {s['median']:.0f} ({s['q3']:.0f}-{s['q1']:.0f}); time ratio "
             f"{r['median']:.3f} ({r['q1']:.3f}-{r['q3']:.3f}).",
         ]
     worst = max(row["ratio"]["median"] for row in result["step"])
