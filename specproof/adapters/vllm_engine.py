@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +39,14 @@ BATCH = 512
 
 T1 = {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}
 T07 = {"do_sample": True, "temperature": 0.7, "top_k": 5, "top_p": 0.9}
+MIN_P = {"do_sample": True, "temperature": 0.7, "top_k": 0, "top_p": 1.0, "min_p": 0.25}
+"""min-p alone (vLLM applies it after the temperature, as HF does: one law for both)."""
 GREEDY: dict[str, Any] = {"do_sample": False}
 EAGLE_LABELS = {"eagle": "EAGLE", "eagle3": "EAGLE-3"}
+VERIFIER_NOTE = (
+    "specproof's verification step installed (specproof.adapters.vllm_verifier.install: "
+    "RejectionSampler.forward replaced; engine core and worker in this process)"
+)
 GREEDY_TOKENS = 16
 """Tokens per greedy run. The greedy audit draws a random prompt per run; after 5 tokens the
 target's argmax continuation has rarely repeated itself, so n-gram drafts of 3 were never
@@ -88,11 +94,17 @@ class VllmConfig:
     """The engine runs in this process with vLLM's CPU ``expand_kernel`` replaced by
     :func:`.vllm_sampler.expand_in_place` (docs/findings/vllm_cpu_expand_kernel.md): the
     engine-level control that ties a failure to that kernel."""
+    verifier: bool = False
+    """The engine runs in this process with specproof's verification step installed
+    (:func:`.vllm_verifier.install`) as its ``RejectionSampler.forward``."""
+    refused: bool = False
+    """vLLM refuses these requests (its own validation): recorded as refused with its
+    message, never audited as a pass."""
 
     @property
-    def engine_key(self) -> tuple[Speculation, bool]:
+    def engine_key(self) -> tuple[Speculation, bool, bool]:
         """Configurations with one key can share one started engine."""
-        return self.speculation, self.expand_fixed
+        return self.speculation, self.expand_fixed, self.verifier
 
 
 def speculative_config(speculation: Speculation, paths: ModelPaths) -> dict[str, Any] | None:
@@ -136,8 +148,16 @@ def sampling_kwargs(sampling: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def configurations() -> list[VllmConfig]:
-    """Every audited configuration, each control first."""
+def configurations(verifier: bool = False) -> list[VllmConfig]:
+    """Every audited configuration, each control first; ``verifier``: the speculative ones
+    again with specproof's verification step installed (their controls: vLLM's, speculation
+    off, where the step is never called)."""
+    if verifier:
+        return [
+            replace(c, verifier=True, notes=(*c.notes, VERIFIER_NOTE))
+            for c in configurations()
+            if c.speculation.method != "none" and not c.expand_fixed
+        ]
     none = Speculation("none")
     out = [VllmConfig("T=1 control", none, T1, "T = 1")]
     for speculation in (
@@ -169,6 +189,14 @@ def configurations() -> list[VllmConfig]:
         out.append(
             VllmConfig(name, speculation, GREEDY, "greedy", "greedy control", tokens=GREEDY_TOKENS)
         )
+    label = "T = 0.7, min-p 0.25"
+    out.append(VllmConfig("T=0.7 min-p control", none, MIN_P, label))
+    out.append(
+        VllmConfig(
+            "T=0.7 min-p draft model k=3", Speculation("draft", 3), MIN_P, label,
+            "T=0.7 min-p control", refused=True,
+        )
+    )  # fmt: skip
     mixed = "T = 1 seeded and unseeded, with greedy requests in the same batch"
     out.append(VllmConfig("mixed control", none, T1, mixed, mixed=True))
     out.append(
@@ -191,11 +219,11 @@ def prompt_settings(config: VllmConfig, prompt: Sequence[int]) -> dict[str, Any]
     return out
 
 
-def by_name(name: str) -> VllmConfig:
-    for config in configurations():
+def by_name(name: str, verifier: bool = False) -> VllmConfig:
+    for config in configurations(verifier):
         if config.name == name:
             return config
-    known = ", ".join(c.name for c in configurations())
+    known = ", ".join(c.name for c in configurations(verifier))
     raise KeyError(f"no vLLM configuration {name!r}; known: {known}")
 
 
@@ -294,6 +322,13 @@ def start(config: VllmConfig, paths: ModelPaths) -> VllmRun:
     os.environ.update({k: v for k, v in ENV.items() if k not in os.environ})
     os.environ.pop("TRITON_INTERPRET", None)  # vLLM must pick its CPU kernels, not Triton's
     extra: dict[str, Any] = {}
+    if config.verifier:
+        # In this process (engine core and worker), so the step is the worker's.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        from specproof.adapters.vllm_verifier import install
+
+        install()
+        extra["distributed_executor_backend"] = "uni"
     if config.expand_fixed:
         # In this process (engine core and worker), so the replacement is what the worker
         # registers when it starts.

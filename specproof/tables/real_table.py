@@ -48,6 +48,8 @@ def power_of(record: Mapping[str, Any]) -> str:
     """The smallest power its statistical rows reached at their n against their delta (the
     power asked for, 1 - beta, where a row does not record what it reached)."""
     rows = statistical_rows(record)
+    if record.get("verdict") == "REFUSED":  # the engine refused the requests: nothing ran
+        return "-"
     if not rows:
         return "exact rows"
 
@@ -67,6 +69,14 @@ def failed_rows(record: Mapping[str, Any]) -> list[str]:
     return [c if counts[c] == 1 else f"{c} x{counts[c]}" for c in dict.fromkeys(checks)]
 
 
+def engine_shown(record: Mapping[str, Any]) -> str:
+    """ "ENGINE VERSION", the version after the engine's name where the label goes on ("vLLM
+    0.32.0 with specproof's verifier")."""
+    name, version = record["engine"], record["version"]
+    base, sep, rest = name.partition(" with ")
+    return f"{base} {version}{sep}{rest}"
+
+
 def markdown(records: Iterable[Mapping[str, Any]]) -> str:
     lines = [HEADER, "|---|---|---|---|---|---|---|---|---|"]
     for record in records:
@@ -75,7 +85,7 @@ def markdown(records: Iterable[Mapping[str, Any]]) -> str:
         if failed:
             verdict += f" ({', '.join(failed)})"
         lines.append(
-            f"| {record['engine']} {record['version']} | {record['configuration']} | "
+            f"| {engine_shown(record)} | {record['configuration']} | "
             f"{record['control'] or '-'} | {verdict} | {runs_of(record)} | {worst_row(record)} | "
             f"{power_of(record)} | {record['coverage'] or '-'} | {record['seconds']} |"
         )

@@ -17,7 +17,7 @@ from specproof.optimized.call_shapes import (
     accepts_call_shape,
 )
 
-from specproof.adapters import vllm_sampler
+from specproof.adapters import vllm_sampler, vllm_verifier
 from specproof.subjects import examples
 from specproof.subjects.mutants.verifier import make_verifier
 
@@ -31,6 +31,8 @@ VLLM: list[Callable[..., Any]] = [
     vllm_sampler.rejection_sample,
     vllm_sampler.forward_logits,
     vllm_sampler.forward_logits_expand_fixed,
+    vllm_verifier.step_logits,
+    vllm_verifier.forward_installed,
 ]
 FLASHINFER: list[Callable[..., Any]] = [
     compat.chain_speculative_sampling,
