@@ -195,7 +195,7 @@ _SUBWORD_DSPARK = DSparkConfig(
 )
 
 SUBWORD = SubwordPlan(
-    # 42.0M parameters, 6.6x the shipped byte-level target's 6.4M (tests/e2e/test_subword_plan.py).
+    # 42.0M parameters, 6.5x the shipped byte-level target's 6.4M (tests/e2e/test_subword_plan.py).
     target=TargetConfig(
         vocab=SUBWORD_VOCAB,
         d_model=512,
