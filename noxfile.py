@@ -230,6 +230,52 @@ def train_target(session: nox.Session) -> None:
     session.run("python", "-m", "specproof.e2e.training.ship", *session.posargs)
 
 
+SUBWORD_OUTPUTS = {
+    "full": ("specproof/e2e/weights_subword", "benchmarks/learning_curves"),
+    "smoke": (".nox/subword-smoke/weights", ".nox/subword-smoke/curves"),
+}
+
+
+@nox.session(**SHARED, name="train-subword", default=False)
+def train_subword(session: nox.Session) -> None:
+    """The sub-word configuration, resumably: retrain the tokenizer and check it equals the
+    committed specproof/e2e/subword_tokenizer.json, train the target (plans.SUBWORD: V = 4096,
+    42.0M parameters) into specproof/e2e/weights_subword/, then the learning curves of DSpark,
+    DFlash and EAGLE-3 (seeds 0 and 1, steps 1k, 2k, 4k, 8k) into benchmarks/learning_curves/
+    (JSON and plot). Rerun it to continue after an interruption: each stage resumes from its
+    last checkpoint. ``-- smoke`` runs the smallest plan into .nox/subword-smoke/ instead.
+
+    Measured on 2026-12-07 (one thread, niced, at a load average of 4.5-6.5 from other jobs on
+    the 2 cores): the smoke plan end to end in about 92 s (tokenizer check 6 s, target 32 s,
+    curves 54 s; mostly tokenizing the corpora and decoding). At the full plan one training step
+    took 34.0 s (target), 15.4 s (DSpark), 4.9 s (DFlash) and 12.2 s (EAGLE-3), each the mean
+    of 3 steps after a warm-up step (random tokens; a step's cost does not depend on them).
+    Extrapolated from those rates, not measured: the target's 8,000 steps take about 76 hours,
+    the curves' training (3 drafters x 2 seeds x 8,000 steps) about 144 hours, plus the 24 tau
+    measurements, untimed at this scale. An idle machine or more threads (each command's
+    ``--threads``) is faster by an amount not measured here."""
+    install(session, "test,e2e")
+    plan = session.posargs[0] if session.posargs else "full"
+    if plan not in SUBWORD_OUTPUTS:
+        session.error(f"train-subword takes one optional argument, full or smoke; got {plan!r}")
+    weights, curves = SUBWORD_OUTPUTS[plan]
+    session.run("python", "-m", "specproof.e2e.data.subword", "--check")
+    session.run(
+        "python", "-m", "specproof.e2e.training.subword_target", "--out", weights, "--plan", plan
+    )
+    session.run(
+        "python",
+        "-m",
+        "specproof.e2e.experiments.learning_curves",
+        "--weights",
+        weights,
+        "--out",
+        curves,
+        "--plan",
+        plan,
+    )
+
+
 REAL_ENGINE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
 
 
