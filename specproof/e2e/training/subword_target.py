@@ -10,7 +10,7 @@ on the three domains' training streams under the committed tokenizer
 ``--checkpoint-every`` steps its whole state goes to ``DIR/target-checkpoint.pt``; a rerun
 continues from there (:mod:`.resumable`). At the end ``DIR/target.safetensors`` (bf16, as the
 shipped target) and ``DIR/training.json`` (the recipe, the tokenizer's hash, steps per second
-and the held-out bits per token per domain) are written.
+and the held-out bits per token per domain, of the saved bf16 weights) are written.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ..arguments import integer_at_least
 from ..data.corpora import DOMAIN_WEIGHTS, WindowSampler, load_corpora
 from ..data.subword import TOKENIZER_FILE, SubwordTokenizer
 from ..evaluation.prediction import prediction_statistics
+from ..models.loading import load_target
 from ..models.target import Target, parameter_count
 from ..models.weight_files import save_weights
 from ..plans import SUBWORD_PLANS, SubwordPlan
@@ -83,6 +84,7 @@ def train_subword_target(
         done = stop
         log(f"[target] checkpoint at step {done}")
     save_weights(target, plan.target.as_dict(), out, "target", torch.bfloat16)
+    target = load_target(out)  # measured as decoding will see it: bf16 weights, reloaded
     # prediction_statistics names its unit "byte"; on this target each unit is one token.
     bits = {
         domain: prediction_statistics(
