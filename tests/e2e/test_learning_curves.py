@@ -180,5 +180,26 @@ def test_other_settings_in_the_same_folder_are_refused(
     out, _ = uninterrupted
     with pytest.raises(ValueError, match="other settings"):
         curves.run_curves(
-            toy_target(), toy_data(), PLAN, curves.DRAFTERS, (0, 1, 2), STEPS, out, log=print
+            toy_target(),
+            toy_data(),
+            replace(PLAN, new_tokens=PLAN.new_tokens + 1),
+            curves.DRAFTERS,
+            SEEDS,
+            STEPS,
+            out,
+            log=print,
         )
+
+
+def test_separate_invocations_per_drafter_and_seed_make_one_result(
+    uninterrupted: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """What ``nox -s train-subword`` does: one call per drafter x seed, then one for all."""
+    _, whole = uninterrupted
+    torch.set_num_threads(1)
+    for drafter in curves.DRAFTERS:
+        for seed in SEEDS:
+            curves.run_curves(
+                toy_target(), toy_data(), PLAN, [drafter], [seed], STEPS, tmp_path, lambda _: None
+            )
+    assert measurements(run(tmp_path)) == measurements(whole)

@@ -21,7 +21,11 @@ after each measurement and ``OUT/learning_curves.png`` drawn at the end (matplot
 A rerun with the same arguments continues: measured steps are kept, a drafter resumes from its
 checkpoint, so an interruption loses at most the training since the last checkpoint; the
 resumed run trains the same weights as an uninterrupted one (see
-:mod:`specproof.e2e.training.resumable`).
+:mod:`specproof.e2e.training.resumable`). Runs of some drafters or seeds may be made by
+separate invocations into the same ``--out`` (``nox -s train-subword`` gives each drafter x seed
+a fresh process: a DSpark step timed after another model in one process took twice as long);
+the decoding settings must match, and the comparisons cover the seeds measured for both
+drafters of a pair.
 """
 
 from __future__ import annotations
@@ -197,10 +201,11 @@ def train_curve(
         write_json(out / RESULT_FILE, result)
 
 
-def comparisons(result: dict[str, Any], seeds: Sequence[int], steps: Sequence[int]) -> None:
-    """Paired DSpark - EAGLE-3 and DSpark - DFlash at every step all seeds measured, with
-    Holm's correction over them (added to ``result``)."""
+def comparisons(result: dict[str, Any], steps: Sequence[int]) -> None:
+    """Paired DSpark - EAGLE-3 and DSpark - DFlash at every step that every seed in ``result``
+    measured for both drafters, with Holm's correction over them (added to ``result``)."""
     runs = result.get("runs", {})
+    seeds = sorted({int(key.rpartition("/seed")[2]) for key in runs})
     table: dict[str, Any] = {}
     for first, second in COMPARISONS:
         for step in steps:
@@ -221,9 +226,8 @@ def comparisons(result: dict[str, Any], seeds: Sequence[int], steps: Sequence[in
                 label = f"{first} - {second} step {step} {cell}"
                 table[label] = paired_tau_difference(summed[first], summed[second])
     result["comparisons"] = table
-    result["holm"] = holm_family(
-        {label: row["p_value_two_sided"] for label, row in table.items()}, FAMILY
-    )
+    p_values = {label: row["p_value_two_sided"] for label, row in table.items()}
+    result["holm"] = holm_family(p_values, FAMILY) if p_values else None
 
 
 def write_json(path: Path, result: dict[str, Any]) -> None:
@@ -288,14 +292,22 @@ def run_curves(
     path = out / RESULT_FILE
     result: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
     settings = {
-        "drafters": list(drafters),
-        "seeds": list(seeds),
         "gamma": drafter_gamma(plan),
         "new_tokens": plan.new_tokens,
         "requests_per_chunk": plan.requests_per_chunk,
         "prompts_per_domain": {d: len(p) for d, p in sorted(data.prompts.items())},
         "temperatures": list(plan.temperatures),
         "schedule_steps": max(steps),
+        "training": {
+            "dspark": plan.dspark.as_dict(),
+            "dflash": plan.dflash.as_dict(),
+            "eagle3": plan.eagle.as_dict(),
+            "drafter_batch": plan.drafter_batch,
+            "window": plan.window,
+            "anchors_per_window": plan.anchors_per_window,
+            "drafter_lr": plan.drafter_lr,
+            "warmup_steps": plan.warmup_steps,
+        },
     }
     recorded = result.get("settings")
     if recorded is not None and any(recorded.get(k) != v for k, v in settings.items()):
@@ -308,7 +320,7 @@ def run_curves(
     for name in drafters:
         for seed in seeds:
             train_curve(name, seed, target, data, plan, steps, out, result, log)
-    comparisons(result, seeds, steps)
+    comparisons(result, steps)
     write_json(path, result)
     log(plot(result, out / PLOT_FILE))
     return result
