@@ -245,15 +245,17 @@ def train_subword(session: nox.Session) -> None:
     (JSON and plot). Rerun it to continue after an interruption: each stage resumes from its
     last checkpoint. ``-- smoke`` runs the smallest plan into .nox/subword-smoke/ instead.
 
-    Measured on 2026-12-07 (one thread, niced, at a load average of 4.5-6.5 from other jobs on
-    the 2 cores): the smoke plan end to end in about 92 s (tokenizer check 6 s, target 32 s,
+    Measured on 2026-12-07 on one thread, niced, beside other jobs on the 2 cores (load
+    average 1.6-6.5): the smoke plan end to end in about 92 s (tokenizer check 6 s, target 32 s,
     curves 54 s; mostly tokenizing the corpora and decoding). At the full plan one training step
-    took 34.0 s (target), 15.4 s (DSpark), 4.9 s (DFlash) and 12.2 s (EAGLE-3), each the mean
-    of 3 steps after a warm-up step (random tokens; a step's cost does not depend on them).
-    Extrapolated from those rates, not measured: the target's 8,000 steps take about 76 hours,
-    the curves' training (3 drafters x 2 seeds x 8,000 steps) about 144 hours, plus the 24 tau
-    measurements, untimed at this scale. An idle machine or more threads (each command's
-    ``--threads``) is faster by an amount not measured here."""
+    took 10.9 s (target), 4.0 s (DSpark), 3.8 s (DFlash) and 8.4 s (EAGLE-3), each the mean of
+    3 steps after a warm-up step, each model in its own process (``python -m
+    specproof.e2e.experiments.step_time``); one chunk of 4 prompts decoded in 10.2 s at tau 1
+    (an untrained drafter, the most rounds). Extrapolated from those rates, not measured: the
+    target's 8,000 steps take about 24 hours, the curves' training (3 drafters x 2 seeds x
+    8,000 steps) about 72 hours, their 24 tau measurements (96 chunks each) at most 6.5 hours:
+    about 4 days in all. More threads (each command's ``--threads``) or an idle machine is
+    faster, by an amount not measured here."""
     install(session, "test,e2e")
     plan = session.posargs[0] if session.posargs else "full"
     if plan not in SUBWORD_OUTPUTS:
