@@ -246,10 +246,10 @@ def train_subword(session: nox.Session) -> None:
     last checkpoint. ``-- smoke`` runs the smallest plan into .nox/subword-smoke/ instead.
 
     Measured on 2026-12-07 on one thread, niced, beside other jobs on the 2 cores (load
-    average 1.6-6.5): the smoke plan end to end in about 92 s (tokenizer check 6 s, target 32 s,
-    curves 54 s; mostly tokenizing the corpora and decoding). At the full plan one training step
-    took 10.9 s (target), 4.0 s (DSpark), 3.8 s (DFlash) and 8.4 s (EAGLE-3), each the mean of
-    3 steps after a warm-up step, each model in its own process (``python -m
+    average 1.6-6.5): the smoke plan end to end in 140 s (tokenizer check 5 s, target 13 s,
+    curves 123 s in seven processes, each tokenizing the corpora again). At the full plan one
+    training step took 10.9 s (target), 4.0 s (DSpark), 3.8 s (DFlash) and 8.4 s (EAGLE-3),
+    each the mean of 3 steps after a warm-up step, each model in its own process (``python -m
     specproof.e2e.experiments.step_time``); one chunk of 4 prompts decoded in 10.2 s at tau 1
     (an untrained drafter, the most rounds). Extrapolated from those rates, not measured: the
     target's 8,000 steps take about 24 hours, the curves' training (3 drafters x 2 seeds x
