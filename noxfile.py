@@ -232,6 +232,51 @@ def train_target(session: nox.Session) -> None:
     session.run("python", "-m", "specproof.e2e.training.ship", *session.posargs)
 
 
+SUBWORD_OUTPUTS = {
+    "full": ("specproof/e2e/weights_subword", "benchmarks/learning_curves"),
+    "smoke": (".nox/subword-smoke/weights", ".nox/subword-smoke/curves"),
+}
+
+
+@nox.session(**SHARED, name="train-subword", default=False)
+def train_subword(session: nox.Session) -> None:
+    """The sub-word configuration, resumably: retrain the tokenizer and check it equals the
+    committed specproof/e2e/subword_tokenizer.json, train the target (plans.SUBWORD: V = 4096,
+    42.0M parameters) into specproof/e2e/weights_subword/, then the learning curves of DSpark,
+    DFlash and EAGLE-3 (seeds 0 and 1, steps 1k, 2k, 4k, 8k) into benchmarks/learning_curves/
+    (JSON and plot). Rerun it to continue after an interruption: each stage resumes from its
+    last checkpoint. ``-- smoke`` runs the smallest plan into .nox/subword-smoke/ instead.
+
+    Measured on 2026-12-07 on one thread, niced, beside other jobs on the 2 cores (load
+    average 1.6-6.5): the smoke plan end to end in 140 s (tokenizer check 5 s, target 13 s,
+    curves 123 s in seven processes, each tokenizing the corpora again). At the full plan one
+    training step took 10.9 s (target), 4.0 s (DSpark), 3.8 s (DFlash) and 8.4 s (EAGLE-3),
+    each the mean of 3 steps after a warm-up step, each model in its own process (``python -m
+    specproof.e2e.experiments.step_time``); one chunk of 4 prompts decoded in 10.2 s at tau 1
+    (an untrained drafter, the most rounds). Extrapolated from those rates, not measured: the
+    target's 8,000 steps take about 24 hours, the curves' training (3 drafters x 2 seeds x
+    8,000 steps) about 72 hours, their 24 tau measurements (96 chunks each) at most 6.5 hours:
+    about 4 days in all. More threads (each command's ``--threads``) or an idle machine is
+    faster, by an amount not measured here."""
+    install(session, "test,e2e")
+    plan = session.posargs[0] if session.posargs else "full"
+    if plan not in SUBWORD_OUTPUTS:
+        session.error(f"train-subword takes one optional argument, full or smoke; got {plan!r}")
+    weights, curves = SUBWORD_OUTPUTS[plan]
+    session.run("python", "-m", "specproof.e2e.data.subword", "--check")
+    session.run(
+        "python", "-m", "specproof.e2e.training.subword_target", "--out", weights, "--plan", plan
+    )
+    curve_command = ["python", "-m", "specproof.e2e.experiments.learning_curves"]
+    curve_command += ["--weights", weights, "--out", curves, "--plan", plan]
+    # One process per drafter x seed (plans.SUBWORD.seeds): a DSpark step timed after another
+    # model in the same process took twice as long. The last call only pairs and plots.
+    for drafter in ("dspark", "dflash", "eagle3"):
+        for seed in ("0", "1"):
+            session.run(*curve_command, "--drafters", drafter, "--seeds", seed)
+    session.run(*curve_command)
+
+
 REAL_ENGINE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
 
 

@@ -148,3 +148,111 @@ SHIPPED = replace(
 )
 """The shipped models (``nox -s train-target`` trains them at these fixed step counts) and the
 measurement sizes ``python -m specproof.e2e.run`` uses on them."""
+
+
+@dataclass(frozen=True)
+class SubwordPlan:
+    """The sub-word configuration: a target on :mod:`specproof.e2e.data.subword`'s vocabulary
+    and the three drafters trained on it for the learning curves
+    (:mod:`specproof.e2e.experiments.learning_curves`). ``dflash`` is ``dspark`` without the
+    Markov and confidence heads (the same backbone); both build the block input as the release
+    does, from the target's mask-token embedding."""
+
+    target: TargetConfig
+    dspark: DSparkConfig
+    dflash: DSparkConfig
+    eagle: EagleConfig
+    target_steps: int
+    target_batch: int
+    drafter_batch: int
+    window: int
+    anchors_per_window: int
+    target_lr: float
+    drafter_lr: float
+    checkpoints: tuple[int, ...]
+    seeds: tuple[int, ...]
+    prompt_length: int
+    new_tokens: int
+    prompts_per_domain: int
+    requests_per_chunk: int
+    temperatures: tuple[float, ...] = TEMPERATURES
+    warmup_steps: int = 100
+
+
+SUBWORD_VOCAB = 4096
+"""The committed tokenizer's vocabulary (``specproof/e2e/subword_tokenizer.json``)."""
+SUBWORD_MASK_TOKEN = 1
+"""Its ``<|mask|>`` token (:data:`specproof.e2e.data.subword.MASK_TOKEN`)."""
+
+_SUBWORD_DSPARK = DSparkConfig(
+    gamma=7,
+    n_layers=1,
+    n_heads=8,
+    d_ff=512,
+    rank=256,
+    block_input="mask_token",
+    mask_token=SUBWORD_MASK_TOKEN,
+)
+
+SUBWORD = SubwordPlan(
+    # 42.0M parameters, 6.5x the shipped byte-level target's 6.4M (tests/e2e/test_subword_plan.py).
+    target=TargetConfig(
+        vocab=SUBWORD_VOCAB,
+        d_model=512,
+        n_layers=12,
+        n_heads=8,
+        d_ff=2048,
+        max_len=256,
+        feature_layers=(1, 5, 9),
+    ),
+    dspark=_SUBWORD_DSPARK,
+    dflash=replace(_SUBWORD_DSPARK, head="none"),
+    # d_ff chosen so EAGLE-3 has DSpark's parameter count (within one parameter).
+    eagle=EagleConfig(gamma=7, n_heads=8, d_ff=1792),
+    target_steps=8000,
+    target_batch=16,
+    drafter_batch=8,
+    window=192,
+    anchors_per_window=64,
+    target_lr=1e-3,
+    drafter_lr=1e-3,
+    checkpoints=(1000, 2000, 4000, 8000),
+    seeds=(0, 1),
+    prompt_length=24,
+    new_tokens=48,
+    prompts_per_domain=64,
+    requests_per_chunk=4,
+)
+"""The full sub-word configuration (``nox -s train-subword``)."""
+
+SUBWORD_SMOKE = SubwordPlan(
+    target=TargetConfig(
+        vocab=SUBWORD_VOCAB,
+        d_model=32,
+        n_layers=3,
+        n_heads=2,
+        d_ff=64,
+        max_len=48,
+        feature_layers=(0, 1),
+    ),
+    dspark=replace(_SUBWORD_DSPARK, gamma=3, n_heads=2, d_ff=64, rank=16),
+    dflash=replace(_SUBWORD_DSPARK, gamma=3, n_heads=2, d_ff=64, rank=16, head="none"),
+    eagle=EagleConfig(gamma=3, n_heads=2, d_ff=64),
+    target_steps=20,
+    target_batch=4,
+    drafter_batch=2,
+    window=32,
+    anchors_per_window=4,
+    target_lr=3e-3,
+    drafter_lr=2e-3,
+    checkpoints=(4, 8),
+    seeds=(0, 1),
+    prompt_length=8,
+    new_tokens=8,
+    prompts_per_domain=4,
+    requests_per_chunk=2,
+    warmup_steps=2,
+)
+"""The smallest sub-word run: wiring only (its tau means nothing)."""
+
+SUBWORD_PLANS = {"full": SUBWORD, "smoke": SUBWORD_SMOKE}

@@ -3,12 +3,14 @@
 split deterministically by document name.
 
 Tokens are bytes (vocabulary 256), so no tokenizer is needed. Byte 0 separates documents.
+:mod:`.subword` gives the same splits as sub-word token streams (a larger configuration).
 """
 
 from __future__ import annotations
 
 import hashlib
 import sysconfig
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from .math_corpus import MATH_DOCUMENTS, math_document
 
 VOCAB = 256
 SEPARATOR = 0
+NEWLINE = ord("\n")
 SKIPPED_DIRS = frozenset(
     {"test", "tests", "idle_test", "site-packages", "__pycache__", "lib2to3", "turtledemo"}
 )
@@ -141,11 +144,18 @@ class WindowSampler:
         return torch.stack(rows)
 
 
-def prompt_starts(stream: np.ndarray, count: int, length: int, seed: int) -> list[int]:
-    """Where :func:`prompts_from` cuts its ``count`` prompts from ``stream`` (byte offsets, in
-    order): the prompts' ids within their split."""
+def prompt_starts(
+    stream: np.ndarray,
+    count: int,
+    length: int,
+    seed: int,
+    line_ends: Collection[int] = (NEWLINE,),
+) -> list[int]:
+    """Where :func:`prompts_from` cuts its ``count`` prompts from ``stream`` (token offsets,
+    in order): the prompts' ids within their split. A prompt starts after a token in
+    ``line_ends`` (the newline byte; a sub-word stream passes its newline-ending tokens)."""
     rng = np.random.default_rng(seed)
-    starts = np.flatnonzero(stream[:-length] == ord("\n")) + 1
+    starts = np.flatnonzero(np.isin(stream[:-length], list(line_ends))) + 1
     chosen: list[int] = []
     tries = 0
     while len(chosen) < count and tries < 100 * count:
@@ -159,10 +169,16 @@ def prompt_starts(stream: np.ndarray, count: int, length: int, seed: int) -> lis
     return chosen
 
 
-def prompts_from(stream: np.ndarray, count: int, length: int, seed: int) -> list[list[int]]:
-    """``count`` prompts of ``length`` bytes, each starting just after a newline, with no
+def prompts_from(
+    stream: np.ndarray,
+    count: int,
+    length: int,
+    seed: int,
+    line_ends: Collection[int] = (NEWLINE,),
+) -> list[list[int]]:
+    """``count`` prompts of ``length`` tokens, each starting just after a line end, with no
     separator inside; deterministic in ``seed``."""
     return [
         [int(b) for b in stream[start : start + length]]
-        for start in prompt_starts(stream, count, length, seed)
+        for start in prompt_starts(stream, count, length, seed, line_ends)
     ]

@@ -2,6 +2,10 @@
 fused target context as extra keys/values in every draft layer, a low-rank Markov head and a
 confidence head; and its training loss. It reads the frozen target's embedding and LM head and
 keeps its own KV cache across rounds.
+
+DFlash is the same drafter with ``head="none"``: the same parallel backbone, no Markov head and
+no confidence head, each slot drawn from its backbone logits alone (so comparing the two
+isolates the sequential head's contribution).
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from .drafting import Proposal, check_fused_layers, draw, position_weights
-from .markov_heads import SequentialHead, check_head, make_head
+from .markov_heads import NO_HEAD, SequentialHead, check_head, make_head
 from .target import Block, KVCache, Ragged, Target, TargetOutput, apply_rope, init_weights
+
+BLOCK_INPUTS = ("learned", "mask_token")
 
 
 @dataclass(frozen=True)
@@ -26,10 +32,27 @@ class DSparkConfig:
     d_ff: int = 512
     rank: int = 32
     head: str = "vanilla"
-    """The sequential head: "vanilla", "gated" or "rnn" (:mod:`.markov_heads`)."""
+    """The sequential head: "vanilla", "gated", "rnn" (:mod:`.markov_heads`) or "none"
+    (DFlash: no Markov head, no confidence head)."""
+    block_input: str = "learned"
+    """Input of block slots 2..gamma: "learned" (one learned embedding per slot, as the shipped
+    weights were trained) or "mask_token" (the frozen target's embedding of ``mask_token``, as
+    the release builds the block)."""
+    mask_token: int | None = None
 
     def __post_init__(self) -> None:
         check_head(self.head)
+        if self.block_input not in BLOCK_INPUTS:
+            raise ValueError(
+                f"unknown block input {self.block_input!r}; the inputs are {list(BLOCK_INPUTS)}"
+            )
+        if (self.block_input == "mask_token") != (self.mask_token is not None):
+            raise ValueError('mask_token is given exactly when block_input is "mask_token"')
+
+    @property
+    def markov(self) -> bool:
+        """Whether the drafter has the Markov and confidence heads (DSpark; not DFlash)."""
+        return self.head != NO_HEAD
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,13 +131,25 @@ class DSparkDrafter(nn.Module):
         self.layers = nn.ModuleList(
             ContextLayer(d, config.n_heads, config.d_ff) for _ in range(config.n_layers)
         )
-        self.mask_embedding = nn.Parameter(torch.zeros(config.gamma - 1, d))
-        self.markov_in = nn.Embedding(tc.vocab, config.rank)
-        self.markov_out = nn.Linear(config.rank, tc.vocab, bias=False)
-        self.confidence = nn.Linear(d + config.rank, 1)
+        # Registered in this order whatever the options, so the shipped configuration draws
+        # the same initial weights as before the options existed.
+        self.mask_embedding: nn.Parameter | None = None
+        if config.block_input == "learned":
+            self.mask_embedding = nn.Parameter(torch.zeros(config.gamma - 1, d))
+        elif not 0 <= (config.mask_token or 0) < tc.vocab:
+            raise ValueError(f"mask token {config.mask_token} is outside the vocabulary {tc.vocab}")
+        self.markov_in: nn.Embedding | None = None
+        self.markov_out: nn.Linear | None = None
+        self.confidence: nn.Linear | None = None
+        if config.markov:
+            self.markov_in = nn.Embedding(tc.vocab, config.rank)
+            self.markov_out = nn.Linear(config.rank, tc.vocab, bias=False)
+            self.confidence = nn.Linear(d + config.rank, 1)
         self.apply(init_weights)
-        nn.init.normal_(self.mask_embedding, std=0.02)
-        nn.init.zeros_(self.markov_out.weight)
+        if self.mask_embedding is not None:
+            nn.init.normal_(self.mask_embedding, std=0.02)
+        if self.markov_out is not None:
+            nn.init.zeros_(self.markov_out.weight)
         # Built after the shared initialisation: a vanilla drafter draws the same weights.
         self.sequential_head: SequentialHead | None = make_head(config.head, d, config.rank)
 
@@ -126,20 +161,36 @@ class DSparkDrafter(nn.Module):
         return self.fuse_norm(self.fuse(features))
 
     def block_inputs(self, first_tokens: torch.Tensor) -> torch.Tensor:
-        """[.., gamma, d]: the embedding of x_0 at slot 1, the slot's mask embedding after."""
-        first = self.frozen_target.embed(first_tokens)
-        rest = self.mask_embedding.expand(*first.shape[:-1], *self.mask_embedding.shape)
+        """[.., gamma, d]: the embedding of x_0 at slot 1, then the slot's learned embedding or
+        the target's mask-token embedding (``config.block_input``)."""
+        embed = self.frozen_target.embed
+        first = embed(first_tokens)
+        slots: torch.Tensor
+        if self.mask_embedding is not None:
+            slots = self.mask_embedding
+        else:
+            mask = embed.weight[self.config.mask_token]
+            slots = mask.expand(self.gamma - 1, mask.shape[-1])
+        rest = slots.expand(*first.shape[:-1], *slots.shape)
         return torch.cat((first.unsqueeze(-2), rest), dim=-2)
+
+    def markov_factors(self) -> tuple[nn.Embedding, nn.Linear, nn.Linear]:
+        """W1, W2 and the confidence head; a DFlash drafter (``head="none"``) has none."""
+        if self.markov_in is None or self.markov_out is None or self.confidence is None:
+            raise ValueError("a DFlash drafter (head 'none') has no Markov or confidence head")
+        return self.markov_in, self.markov_out, self.confidence
 
     def parallel_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """U_k through the target's (shared, frozen) LM head."""
         return self.frozen_target.logits_of(hidden)
 
     def markov_bias(self, previous: torch.Tensor) -> torch.Tensor:
-        return self.markov_out(self.markov_in(previous))
+        markov_in, markov_out, _ = self.markov_factors()
+        return markov_out(markov_in(previous))
 
     def confidence_logit(self, hidden: torch.Tensor, previous: torch.Tensor) -> torch.Tensor:
-        return self.confidence(torch.cat((hidden, self.markov_in(previous)), dim=-1)).squeeze(-1)
+        markov_in, _, confidence = self.markov_factors()
+        return confidence(torch.cat((hidden, markov_in(previous)), dim=-1)).squeeze(-1)
 
     def backbone(
         self, tokens: torch.Tensor, features: torch.Tensor, anchors: torch.Tensor
@@ -169,13 +220,17 @@ class DSparkDrafter(nn.Module):
     # -- training: many anchors per window, teacher-forced prefixes
     def training_outputs(
         self, tokens: torch.Tensor, features: torch.Tensor, anchors: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Draft logits [B, A, gamma, V] and confidence logits [B, A, gamma] of the blocks at
-        ``anchors`` (see :meth:`backbone`), with x_{k-1} the window's own token at a + k - 1."""
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Draft logits [B, A, gamma, V] and confidence logits [B, A, gamma] (None for DFlash)
+        of the blocks at ``anchors`` (see :meth:`backbone`), with x_{k-1} the window's own
+        token at a + k - 1."""
         batch, count = anchors.shape
         slot_pos = (anchors[:, :, None] + torch.arange(self.gamma)).reshape(batch, -1)
         previous = torch.gather(tokens, 1, slot_pos)
         x = self.backbone(tokens, features, anchors)
+        if not self.config.markov:
+            return self.parallel_logits(x).reshape(batch, count, self.gamma, -1), None
+        markov_in, markov_out, confidence = self.markov_factors()
         head = self.sequential_head
         if head is None:
             logits = self.parallel_logits(x) + self.markov_bias(previous)
@@ -183,11 +238,11 @@ class DSparkDrafter(nn.Module):
         else:
             block = (batch, count, self.gamma)
             bias, token_state = head.teacher_forced(
-                x.reshape(*block, -1), previous.reshape(block), self.markov_in, self.markov_out
+                x.reshape(*block, -1), previous.reshape(block), markov_in, markov_out
             )
             logits = self.parallel_logits(x) + bias.reshape(*x.shape[:-1], -1)
             token_state = token_state.reshape(*x.shape[:-1], -1)
-            conf = self.confidence(torch.cat((x, token_state), dim=-1)).squeeze(-1)
+            conf = confidence(torch.cat((x, token_state), dim=-1)).squeeze(-1)
         return logits.reshape(batch, count, self.gamma, -1), conf.reshape(batch, count, -1)
 
     # -- inference
@@ -248,18 +303,24 @@ class DSparkDrafter(nn.Module):
             assert isinstance(layer, ContextLayer)
             x = layer(x, cos, sin, cache.keys[index][:, :span], cache.values[index][:, :span], mask)
         parallel = self.parallel_logits(x)
+        scale = 1.0 if temperature == 0 else 1.0 / temperature
+        if not self.config.markov:
+            # DFlash: every slot's law is its backbone law; drawn slot by slot, in order.
+            laws = torch.softmax(parallel.float() * scale, dim=-1)
+            drawn = [draw(laws[:, k], temperature, generator) for k in range(gamma)]
+            return Proposal(torch.stack(drawn, 1), laws, None)
+        markov_in, markov_out, confidence = self.markov_factors()
         if self.sequential_head is not None:
             return self._draw_with_head(
                 self.sequential_head, x, parallel, pending, temperature, generator
             )
         # The Markov head and the confidence head's token term depend on x_{k-1} alone: as
         # [V, V] and [V] tables, each sequential step is two lookups, a softmax and a draw.
-        markov_table = self.markov_out(self.markov_in.weight)
+        markov_table = markov_out(markov_in.weight)
         d = x.shape[-1]
-        weight = self.confidence.weight[0]
-        confidence_hidden = x @ weight[:d] + self.confidence.bias
-        confidence_token = self.markov_in.weight @ weight[d:]
-        scale = 1.0 if temperature == 0 else 1.0 / temperature
+        weight = confidence.weight[0]
+        confidence_hidden = x @ weight[:d] + confidence.bias
+        confidence_token = markov_in.weight @ weight[d:]
         tokens, probs, confidences = [], [], []
         previous = pending
         for k in range(gamma):
@@ -280,9 +341,10 @@ class DSparkDrafter(nn.Module):
         generator: torch.Generator,
     ) -> Proposal:
         """Slot by slot: the head's bias from the tokens drawn so far, then a draw from q_k."""
+        markov_in, markov_out, confidence = self.markov_factors()
         d = x.shape[-1]
-        weight = self.confidence.weight[0]
-        confidence_hidden = x @ weight[:d] + self.confidence.bias
+        weight = confidence.weight[0]
+        confidence_hidden = x @ weight[:d] + confidence.bias
         scale = 1.0 if temperature == 0 else 1.0 / temperature
         context = head.begin(x)
         carried: torch.Tensor | None = None
@@ -290,7 +352,7 @@ class DSparkDrafter(nn.Module):
         previous = pending
         for k in range(self.gamma):
             bias, token_state, carried = head.step(
-                k, previous, context, carried, self.markov_in, self.markov_out
+                k, previous, context, carried, markov_in, markov_out
             )
             confidences.append(confidence_hidden[:, k] + token_state @ weight[d:])
             q = torch.softmax((parallel[:, k] + bias).float() * scale, dim=-1)
@@ -302,7 +364,7 @@ class DSparkDrafter(nn.Module):
 
 def dspark_loss(
     draft_logits: torch.Tensor,
-    confidence_logits: torch.Tensor,
+    confidence_logits: torch.Tensor | None,
     target_probs: torch.Tensor,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The release's 0.1 L_ce + 0.9 L_tv + 1.0 L_conf, each weighted per position by
@@ -311,7 +373,7 @@ def dspark_loss(
     ``target_probs`` [.., gamma, V] is the target's law at each slot; L_ce is the
     cross-entropy against it (the expectation of the release's hard-label CE on a target
     sample), L_tv the L1 distance, L_conf the BCE of c_k against c*_k = 1 - TV(p^d_k, p^t_k)
-    (detached).
+    (detached). Without confidence logits (DFlash) L_conf is left out.
     """
     gamma = draft_logits.shape[-2]
     weights = position_weights(gamma)
@@ -320,12 +382,15 @@ def dspark_loss(
     ce = -(target_probs * log_q).sum(-1)
     l1 = (q - target_probs).abs().sum(-1)
     acceptance = (1 - 0.5 * l1).detach().clamp(0, 1)
-    conf = F.binary_cross_entropy_with_logits(confidence_logits, acceptance, reduction="none")
 
     def weighted(term: torch.Tensor) -> torch.Tensor:
         return (term.reshape(-1, gamma) * weights).sum(-1).mean()
 
-    l_ce, l_tv, l_conf = weighted(ce), weighted(l1), weighted(conf)
+    l_ce, l_tv = weighted(ce), weighted(l1)
+    l_conf = torch.zeros(())
+    if confidence_logits is not None:
+        conf = F.binary_cross_entropy_with_logits(confidence_logits, acceptance, reduction="none")
+        l_conf = weighted(conf)
     loss = 0.1 * l_ce + 0.9 * l_tv + 1.0 * l_conf
     l_ce, l_tv, l_conf = l_ce.detach(), l_tv.detach(), l_conf.detach()
     per_slot = acceptance.reshape(-1, gamma).mean(0)

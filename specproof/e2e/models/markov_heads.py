@@ -26,13 +26,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+NO_HEAD = "none"
+"""DFlash: no sequential head at all (and no confidence head), see :mod:`.dspark`."""
 HEADS = ("vanilla", "gated", "rnn")
 GATE_BIAS_INIT = 2.0
 
 
 def check_head(name: str) -> None:
-    if name not in HEADS:
-        raise ValueError(f"unknown Markov head {name!r}; the heads are {list(HEADS)}")
+    if name not in (*HEADS, NO_HEAD):
+        raise ValueError(f"unknown Markov head {name!r}; the heads are {[*HEADS, NO_HEAD]}")
 
 
 class SequentialHead(nn.Module):
@@ -135,7 +137,8 @@ class RecurrentHead(SequentialHead):
 
 
 def make_head(name: str, d_model: int, rank: int) -> SequentialHead | None:
-    """The parameters head ``name`` adds (None for ``vanilla``, which adds none)."""
+    """The parameters head ``name`` adds (None for ``vanilla``, which adds none, and for
+    ``none``, which has no head)."""
     check_head(name)
     if name == "gated":
         return GatedHead(d_model, rank)

@@ -155,16 +155,27 @@ def run_loop(
     return report
 
 
-def train_target(
-    target: Target, sampler: WindowSampler, settings: TrainSettings, log: Log = print
-) -> TrainReport:
+StepFn = Callable[[], tuple[torch.Tensor, dict[str, float]]]
+
+
+def target_step(
+    target: Target, sampler: BatchSource, settings: TrainSettings, unit: str = "byte"
+) -> StepFn:
+    """One next-token cross-entropy step of the target (reported in bits per ``unit``)."""
+
     def step() -> tuple[torch.Tensor, dict[str, float]]:
         batch = sampler.batch(settings.batch_size, settings.window + 1)
         logits = target(batch[:, :-1]).logits
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
-        return loss, {"bits_per_byte": loss.item() / math.log(2)}
+        return loss, {f"bits_per_{unit}": loss.item() / math.log(2)}
 
-    return run_loop("target", target, settings, step, log)
+    return step
+
+
+def train_target(
+    target: Target, sampler: WindowSampler, settings: TrainSettings, log: Log = print
+) -> TrainReport:
+    return run_loop("target", target, settings, target_step(target, sampler, settings), log)
 
 
 def freeze(target: Target) -> None:
@@ -191,10 +202,22 @@ def train_dspark(
 ) -> TrainReport:
     """Anchors drawn without replacement from 1..T - gamma in each window (the release's
     sampling); the frozen target supplies its features and its law at every block slot."""
+    generator = torch.Generator().manual_seed(seed)
+    step = dspark_step(drafter, sampler, settings, anchors_per_window, generator)
+    return run_loop("dspark", drafter, settings, step, log)
+
+
+def dspark_step(
+    drafter: DSparkDrafter,
+    sampler: BatchSource,
+    settings: TrainSettings,
+    anchors_per_window: int,
+    generator: torch.Generator,
+) -> StepFn:
+    """One DSpark (or DFlash) training step; ``generator`` draws the anchors."""
     target = drafter.frozen_target
     freeze(target)
     gamma = drafter.gamma
-    generator = torch.Generator().manual_seed(seed)
 
     def step() -> tuple[torch.Tensor, dict[str, float]]:
         tokens = sampler.batch(settings.batch_size, settings.window)
@@ -212,13 +235,18 @@ def train_dspark(
         ).reshape(*draft_logits.shape)
         return dspark_loss(draft_logits, conf_logits, target_probs)
 
-    return run_loop("dspark", drafter, settings, step, log)
+    return step
 
 
 def train_eagle(
     drafter: EagleDrafter, sampler: BatchSource, settings: TrainSettings, log: Log = print
 ) -> TrainReport:
     """Training-time test over gamma steps on the drafter's own hidden states."""
+    return run_loop("eagle", drafter, settings, eagle_step(drafter, sampler, settings), log)
+
+
+def eagle_step(drafter: EagleDrafter, sampler: BatchSource, settings: TrainSettings) -> StepFn:
+    """One EAGLE-3 training-time-test step."""
     target = drafter.frozen_target
     freeze(target)
 
@@ -230,4 +258,4 @@ def train_eagle(
         logits = drafter.training_outputs(tokens, out.features)
         return eagle_loss(logits, probs, drafter.config.step_decay)
 
-    return run_loop("eagle", drafter, settings, step, log)
+    return step
