@@ -15,6 +15,8 @@ COMMANDS = [
     "run",
     "training.ship",
     "training.sweep",
+    "training.subword_target",
+    "data.subword",
     "experiments.tau",
     "experiments.held_out",
     "experiments.draft_time",
@@ -26,6 +28,8 @@ COMMANDS = [
     "experiments.scheduler_clocks_retimed",
     "experiments.sts_claims",
     "experiments.walk_cost",
+    "experiments.learning_curves",
+    "experiments.step_time",
     "report.headline_and_clocks",
     "report.__main__",
 ]
