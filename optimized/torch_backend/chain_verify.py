@@ -36,7 +36,6 @@ from ..checks.streams import Streams
 from ..philox import ACCEPT, BONUS, RESIDUAL, int64_bits, philox4x32, position_words
 from .rows import gather_rows, gather_rows_with_stats, sample_tiled, softmax_rows_, workspace
 
-
 SOFTMAX_AT_ONCE = 2**16
 """Logits of at most this many entries are softmaxed in one call (:meth:`Rows.softmax_all_rows`)
 rather than position by position: reading rows past a rejection costs less there than the
