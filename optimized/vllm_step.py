@@ -114,10 +114,13 @@ def _sorted_within_top_k(
     k = torch.where(k_cut, top_k, vocab).to(torch.int64)
     largest_k = int(k.max()) if k.numel() else 0
     if 0 < largest_k <= TOP_K_FIRST_LIMIT and bool(k_cut.all()):
-        kth = sub.topk(largest_k, dim=1).values.gather(1, (k - 1)[:, None])
-        kept = int((sub >= kth).sum(dim=1).max())  # ties at the k-th are kept too
+        largest = sub.topk(largest_k, dim=1).values
+        kth = largest.gather(1, (k - 1)[:, None])
+        kept = int(torch.count_nonzero(sub >= kth, dim=1).max())  # ties at the k-th kept too
+        if kept > largest_k:
+            largest = sub.topk(kept, dim=1).values
         ordered = torch.full_like(sub, -math.inf)
-        ordered[:, :kept] = sub.topk(kept, dim=1).values
+        ordered[:, :kept] = largest
         return ordered.masked_fill_(ordered < kth, -math.inf), kth
     ordered = sub.sort(dim=1, descending=True).values
     kth = ordered.gather(1, (k - 1)[:, None])
