@@ -13,6 +13,9 @@ vLLM path on a CPU without a Triton backend). Run in the ``audit-vllm`` venv:
   on the tiny models), the step uninstalled and installed alternately between calls.
 
 Writes benchmarks/vllm_verifier_timing.json and .md (thread count and load average with them).
+``--only B,k,V[,dtype[,drafts[,sampling]]]`` times only the matching step rows, and ``--merge``
+puts them into the existing table in place of their earlier measurements (each row carries the
+date it was measured; the earlier runs' load averages are kept).
 """
 
 from __future__ import annotations
