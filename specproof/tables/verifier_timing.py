@@ -339,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
         help="replace the timed rows in the existing JSON, keep the others (each row dated)",
     )
     parser.add_argument("--no-generate", action="store_true", help="skip LLM.generate")
+    parser.add_argument(
+        "--no-step", action="store_true", help="skip the step alone (with --merge: kept)"
+    )
     parser.add_argument("--json", type=Path, default=JSON_PATH)
     parser.add_argument("--markdown", type=Path, default=MD_PATH)
     args = parser.parse_args(argv)
@@ -359,7 +362,11 @@ def main(argv: list[str] | None = None) -> int:
         return not filters or any(matches(key, f) for f in filters)
 
     pairs = 3 if args.quick else args.pairs
-    steps = time_steps(shapes, pairs, None if args.quick else args.small_pairs, wanted)
+    steps = (
+        []
+        if args.no_step
+        else time_steps(shapes, pairs, None if args.quick else args.small_pairs, wanted)
+    )
     previous = json.loads(args.json.read_text()) if args.merge and args.json.exists() else {}
     if previous:
         fresh = {row_key(row): row for row in steps}
