@@ -284,7 +284,8 @@ def markdown(result: dict[str, Any]) -> str:
             f"{generate['tokens_per_request']} tokens per call, {generate['pairs']} pairs): "
             f"vLLM's step {v['median']:.0f} tokens/s ({v['q3']:.0f}-{v['q1']:.0f}, the time "
             f"quartiles), specproof's {s['median']:.0f} ({s['q3']:.0f}-{s['q1']:.0f}); time ratio "
-            f"{r['median']:.3f} ({r['q1']:.3f}-{r['q3']:.3f}).",
+            f"{r['median']:.3f} ({r['q1']:.3f}-{r['q3']:.3f})"
+            + (f", measured {generate['measured']}." if "measured" in generate else "."),
         ]
     worst = max(row["ratio"]["median"] for row in result["step"])
     lines += ["", f"Largest median step ratio: {worst:.3f} (target <= {TARGET_RATIO})."]
