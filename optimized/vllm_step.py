@@ -116,11 +116,12 @@ def _sorted_within_top_k(
     if 0 < largest_k <= TOP_K_FIRST_LIMIT and bool(k_cut.all()):
         largest = sub.topk(largest_k, dim=1).values
         kth = largest.gather(1, (k - 1)[:, None])
-        kept = int(torch.count_nonzero(sub >= kth, dim=1).max())  # ties at the k-th kept too
+        # Ties at the k-th are kept too; -inf entries (a row cut before) are the fill already.
+        kept = int(torch.count_nonzero((sub >= kth) & (sub > -math.inf), dim=1).max())
         if kept > largest_k:
             largest = sub.topk(kept, dim=1).values
         ordered = torch.full_like(sub, -math.inf)
-        ordered[:, :kept] = largest
+        ordered[:, : largest.shape[1]] = largest
         return ordered.masked_fill_(ordered < kth, -math.inf), kth
     ordered = sub.sort(dim=1, descending=True).values
     kth = ordered.gather(1, (k - 1)[:, None])

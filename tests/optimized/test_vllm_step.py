@@ -73,7 +73,8 @@ def test_truncation_keeps_the_reference_support_in_vllm_order() -> None:
 def test_top_k_first_truncation_equals_the_full_sort(monkeypatch: pytest.MonkeyPatch) -> None:
     """Top-p after a small top-k sorts only the k largest logits: the masked rows are bitwise
     those of the full sort (ties at the k-th kept, bfloat16-rounded ties included), on random
-    rows with per-row k and p and rows that repeat values."""
+    rows with per-row k and p, rows that repeat values and rows with fewer finite logits
+    than k."""
     from specproof.optimized import vllm_step
 
     rng = torch.Generator().manual_seed(11)
@@ -82,6 +83,8 @@ def test_top_k_first_truncation_equals_the_full_sort(monkeypatch: pytest.MonkeyP
         logits = torch.randn(rows, vocab, generator=rng) * 4
         if case % 2:
             logits = logits.to(torch.bfloat16).to(torch.float32)  # many exact ties
+        if case % 5 == 0:  # rows cut before: fewer finite entries than k
+            logits[:, 3:] = -math.inf
         temperature = torch.rand(rows, generator=rng) + 0.3
         top_k = torch.randint(1, 60, (rows,), generator=rng)
         top_p = torch.rand(rows, generator=rng) * 0.6 + 0.4
