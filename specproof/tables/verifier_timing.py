@@ -261,7 +261,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"{meta['threads']} threads, vLLM {meta['vllm']}; load average {meta['load_before']} "
         f"before, {meta['load_after']} after.",
         *(
-            f"Rows dated {run['date']} are from an earlier run (load average "
+            f"An earlier run whose rows this table keeps ended {run['date']} (load average "
             f"{run['load_before']} before, {run['load_after']} after)."
             for run in result.get("earlier_runs", [])
         ),
