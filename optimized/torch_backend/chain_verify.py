@@ -36,6 +36,11 @@ from ..checks.streams import Streams
 from ..philox import ACCEPT, BONUS, RESIDUAL, int64_bits, philox4x32, position_words
 from .rows import gather_rows, gather_rows_with_stats, sample_tiled, softmax_rows_, workspace
 
+SOFTMAX_AT_ONCE = 2**16
+"""Logits of at most this many entries are softmaxed in one call (:meth:`Rows.softmax_all_rows`)
+rather than position by position: reading rows past a rejection costs less there than the
+calls."""
+
 
 class Rows:
     """One side (target or draft) of the verification: reads its rows as probabilities."""
@@ -52,6 +57,21 @@ class Rows:
         self.temperature, self.checks = temperature, checks
         self.full_rows: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
         self.copy_checked = False
+        self.softmaxed: torch.Tensor | None = None
+
+    def softmax_all_rows(self) -> None:
+        """Softmax every row now, in one call, when the logits are small (at most
+        :data:`SOFTMAX_AT_ONCE` entries): a row's softmax does not depend on the other rows
+        in the call, so later reads take the same values from this copy. On a busy CPU each
+        softmax call can wait milliseconds for its worker threads, whatever its size."""
+        if not self.is_logits or self.values.numel() > SOFTMAX_AT_ONCE:
+            return
+        batch, positions, vocab = self.values.shape
+        rows = self.values.reshape(batch * positions, vocab).to(torch.float32, copy=True)
+        scale = None
+        if self.temperature is not None:
+            scale = self.temperature.repeat_interleave(positions)
+        self.softmaxed = softmax_rows_(rows, scale).view(batch, positions, vocab)
 
     def probabilities(
         self,
@@ -66,6 +86,8 @@ class Rows:
         values taken from the result, see :meth:`check_softmax`). With ``known_sums`` the
         caller records the sums itself (:meth:`record_sums`), from a pass it makes anyway, where
         the copy gives none."""
+        if self.softmaxed is not None:
+            return gather_rows(self.softmaxed, batch_index, position, into)
         if self.is_logits:
             rows = gather_rows(self.values, batch_index, position, into)
             scale = None if self.temperature is None else self.temperature[batch_index]
@@ -222,6 +244,9 @@ def chain_verify_torch(
     row_temperature = torch.where(sampled, temperature, 1.0).to(torch.float32) if scaled else None
     p_side = Rows("target", target, target_logits, row_temperature, checks)
     q_side = None if draft is None else Rows("draft", draft, draft_logits, row_temperature, checks)
+    for side in (p_side, q_side):
+        if side is not None:
+            side.softmax_all_rows()
 
     # Entries at the drafted tokens, over every verified position: O(B * n) reads.
     index = safe_tokens[..., None]

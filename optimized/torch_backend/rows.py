@@ -137,11 +137,18 @@ def sample_tiled(mass: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, tor
     tile = tile.clamp_(max=ends.shape[1] - 1)
     carry = torch.where(tile > 0, ends.gather(1, (tile - 1).clamp(min=0)[:, None])[:, 0], 0.0)
     columns = tile[:, None] * TILE + torch.arange(width, device=mass.device)
-    piece = mass.gather(1, columns.clamp(max=vocab - 1))
-    positive = (piece > 0) & (columns < vocab)
-    hit = positive & (piece.cumsum(dim=-1) + carry[:, None] > threshold[:, None])
-    order = torch.arange(1, width + 1, device=mass.device)
-    first = torch.where(hit, width + 1 - order, 0).argmax(dim=-1)
-    last = (positive * order).argmax(dim=-1)
-    chosen = torch.where(hit.any(dim=-1), first, last)
+    piece = mass.gather(1, columns.clamp_(max=vocab - 1))
+    # The running sums are non-decreasing (mass >= 0), so the columns past the threshold are a
+    # suffix: its first column is the first hit. That column has mass > 0 (its sum grew past
+    # the threshold, which the previous one and the carry did not), so no mask pass is needed;
+    # a hit past the vocabulary (clamped columns) is none.
+    running = piece.cumsum(dim=-1).add_(carry[:, None])
+    first = torch.searchsorted(running, threshold[:, None], right=True)[:, 0]
+    found = (first < width) & (tile * TILE + first < vocab)
+    chosen = first.clamp_(max=width - 1)
+    missed = (~found).nonzero().squeeze(1)
+    if missed.numel():  # rounding left no hit: the last positive token of the tile
+        order = torch.arange(1, width + 1, device=mass.device)
+        positive = (piece[missed] > 0) & (columns[missed] < vocab)
+        chosen[missed] = (positive * order).argmax(dim=-1)
     return (tile * TILE + chosen).clamp_(max=vocab - 1), total

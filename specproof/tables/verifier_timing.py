@@ -13,6 +13,9 @@ vLLM path on a CPU without a Triton backend). Run in the ``audit-vllm`` venv:
   on the tiny models), the step uninstalled and installed alternately between calls.
 
 Writes benchmarks/vllm_verifier_timing.json and .md (thread count and load average with them).
+``--only B,k,V[,dtype[,drafts[,sampling]]]`` times only the matching step rows, and ``--merge``
+puts them into the existing table in place of their earlier measurements (each row carries the
+date it was measured; the earlier runs' load averages are kept).
 """
 
 from __future__ import annotations
@@ -130,7 +133,21 @@ def paired_times(
     return times
 
 
-def time_steps(shapes: list[tuple[int, int, int]], pairs: int) -> list[dict[str, Any]]:
+SMALL_STEP_ELEMENTS = 4 * 2**20
+"""A step whose logits have at most this many entries is timed with ``--small-pairs`` pairs: it
+takes milliseconds, so its ratio is noisier per pair and more pairs are cheap."""
+
+
+def row_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (row["batch"], row["k"], row["vocab"], row["dtype"], row["sampling"], row["drafts"])
+
+
+def time_steps(
+    shapes: list[tuple[int, int, int]],
+    pairs: int,
+    small_pairs: int | None = None,
+    wanted: Callable[[tuple[Any, ...]], bool] = lambda key: True,
+) -> list[dict[str, Any]]:
     from vllm.v1.sample.rejection_sampler import RejectionSampler
 
     from specproof.adapters import vllm_verifier
@@ -142,17 +159,23 @@ def time_steps(shapes: list[tuple[int, int, int]], pairs: int) -> list[dict[str,
         for dtype, sampling, drafts in itertools.product(
             (torch.float32, torch.bfloat16), SAMPLINGS, DRAFTS
         ):
+            key = (batch, k, vocab, str(dtype).split(".")[-1], sampling, drafts)
+            if not wanted(key):
+                continue
+            small = batch * (k + 1) * vocab <= SMALL_STEP_ELEMENTS
+            row_pairs = small_pairs if small and small_pairs else pairs
             args = step_inputs(batch, k, vocab, dtype, sampling, drafts)
             with torch.no_grad():
                 theirs, ours = paired_times(
                     lambda: vllm_forward(sampler, *args),  # noqa: B023
                     lambda: vllm_verifier.verifier_forward(sampler, *args),  # noqa: B023
-                    pairs,
+                    row_pairs,
                 )
             ratios = [o / t for o, t in zip(ours, theirs, strict=True)]
             row = {
                 "batch": batch, "k": k, "vocab": vocab, "dtype": str(dtype).split(".")[-1],
-                "sampling": sampling, "drafts": drafts, "pairs": pairs,
+                "sampling": sampling, "drafts": drafts, "pairs": row_pairs,
+                "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                 "vllm_ms": {n: v * 1e3 for n, v in quartiles(theirs).items()},
                 "specproof_ms": {n: v * 1e3 for n, v in quartiles(ours).items()},
                 "ratio": quartiles(ratios),
@@ -226,7 +249,8 @@ def step_line(row: dict[str, Any]) -> str:
         f"{row['drafts']} | "
         f"{v['median']:.2f} ({v['q1']:.2f}-{v['q3']:.2f}) | "
         f"{s['median']:.2f} ({s['q1']:.2f}-{s['q3']:.2f}) | "
-        f"{r['median']:.3f} ({r['q1']:.3f}-{r['q3']:.3f}) |"
+        f"{r['median']:.3f} ({r['q1']:.3f}-{r['q3']:.3f}) | {row['pairs']} | "
+        f"{row.get('measured', '')} |"
     )
 
 
@@ -236,13 +260,18 @@ def markdown(result: dict[str, Any]) -> str:
         f"Measured {meta['date']} on {meta['machine']}: torch {meta['torch']} with "
         f"{meta['threads']} threads, vLLM {meta['vllm']}; load average {meta['load_before']} "
         f"before, {meta['load_after']} after.",
+        *(
+            f"An earlier run whose rows this table keeps ended {run['date']} (load average "
+            f"{run['load_before']} before, {run['load_after']} after)."
+            for run in result.get("earlier_runs", [])
+        ),
         "",
         "Verification step alone (`RejectionSampler.forward`, pairs in ABBA order; milliseconds "
         "and ratio specproof / vLLM: median (quartiles)):",
         "",
         "| B | k | V | logits | sampling | drafts | vLLM, expand kernel corrected | specproof "
-        "| ratio |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| ratio | pairs | measured |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         *(step_line(row) for row in result["step"]),
     ]
     generate = result.get("generate")
@@ -255,30 +284,103 @@ def markdown(result: dict[str, Any]) -> str:
             f"{generate['tokens_per_request']} tokens per call, {generate['pairs']} pairs): "
             f"vLLM's step {v['median']:.0f} tokens/s ({v['q3']:.0f}-{v['q1']:.0f}, the time "
             f"quartiles), specproof's {s['median']:.0f} ({s['q3']:.0f}-{s['q1']:.0f}); time ratio "
-            f"{r['median']:.3f} ({r['q1']:.3f}-{r['q3']:.3f}).",
+            f"{r['median']:.3f} ({r['q1']:.3f}-{r['q3']:.3f})"
+            + (f", measured {generate['measured']}." if "measured" in generate else "."),
         ]
     worst = max(row["ratio"]["median"] for row in result["step"])
     lines += ["", f"Largest median step ratio: {worst:.3f} (target <= {TARGET_RATIO})."]
     return "\n".join(lines) + "\n"
 
 
+def parse_only(text: str) -> tuple[Any, ...]:
+    """``B,k,V[,dtype[,drafts[,sampling]]]`` as a row key (batch, k, vocab, dtype, sampling,
+    drafts) with None for a field not given; sampling is an index into :data:`SAMPLINGS`."""
+    parts = text.split(",")
+    if not 3 <= len(parts) <= 6:
+        raise ValueError(f"expected B,k,V[,dtype[,drafts[,sampling]]], got {text!r}")
+    shape = tuple(int(x) for x in parts[:3])
+    if shape not in SHAPES:
+        raise ValueError(f"{text!r}: shape {shape} is not one of {SHAPES}")
+    dtype, drafts, sampling = [*parts[3:], None, None, None][:3]
+    if dtype is not None and dtype not in ("float32", "bfloat16"):
+        raise ValueError(f"{text!r}: dtype must be float32 or bfloat16")
+    if drafts is not None and drafts not in DRAFTS:
+        raise ValueError(f"{text!r}: drafts must be one of {DRAFTS}")
+    names = list(SAMPLINGS)
+    if sampling is not None and sampling not in ("0", "1"):
+        raise ValueError(f"{text!r}: sampling must be 0 ({names[0]}) or 1 ({names[1]})")
+    return (*shape, dtype, None if sampling is None else names[int(sampling)], drafts)
+
+
+def matches(key: tuple[Any, ...], wanted: tuple[Any, ...]) -> bool:
+    return all(w is None or k == w for k, w in zip(key, wanted, strict=True))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="two small shapes, few pairs")
     parser.add_argument("--pairs", type=int, default=7, help="pairs per step shape")
+    parser.add_argument(
+        "--small-pairs",
+        type=int,
+        default=None,
+        help=f"pairs per step shape of at most {SMALL_STEP_ELEMENTS} logits (default: --pairs)",
+    )
+    parser.add_argument("--generate-pairs", type=int, default=7, help="LLM.generate pairs")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="B,k,V[,dtype[,drafts[,sampling]]]",
+        help="time only the step rows matching (repeatable); sampling is 0 (T=1) or 1",
+    )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="replace the timed rows in the existing JSON, keep the others (each row dated)",
+    )
     parser.add_argument("--no-generate", action="store_true", help="skip LLM.generate")
+    parser.add_argument(
+        "--no-step", action="store_true", help="skip the step alone (with --merge: kept)"
+    )
     parser.add_argument("--json", type=Path, default=JSON_PATH)
     parser.add_argument("--markdown", type=Path, default=MD_PATH)
     args = parser.parse_args(argv)
-    if args.pairs < 2:
-        parser.error("--pairs must be at least 2")
+    if min(args.pairs, args.small_pairs or 2, args.generate_pairs) < 2:
+        parser.error("--pairs, --small-pairs and --generate-pairs must be at least 2")
+    try:
+        filters = [parse_only(text) for text in args.only]
+    except ValueError as error:
+        parser.error(f"--only: {error}")
     import vllm
 
     load_before = [round(x, 2) for x in os.getloadavg()]
     shapes = QUICK_SHAPES if args.quick else SHAPES
-    result: dict[str, Any] = {"step": time_steps(shapes, 3 if args.quick else args.pairs)}
+    if filters and not args.quick:
+        shapes = sorted({f[:3] for f in filters}, key=SHAPES.index)
+
+    def wanted(key: tuple[Any, ...]) -> bool:
+        return not filters or any(matches(key, f) for f in filters)
+
+    pairs = 3 if args.quick else args.pairs
+    steps = (
+        []
+        if args.no_step
+        else time_steps(shapes, pairs, None if args.quick else args.small_pairs, wanted)
+    )
+    previous = json.loads(args.json.read_text()) if args.merge and args.json.exists() else {}
+    if previous:
+        fresh = {row_key(row): row for row in steps}
+        old = previous.get("step", [])
+        for row in old:  # rows of an earlier run keep that run's date
+            row.setdefault("measured", previous["machine"]["date"])
+        steps = [fresh.pop(row_key(row), row) for row in old] + list(fresh.values())
+    result: dict[str, Any] = {"step": steps}
     if not args.no_generate:
-        result["generate"] = time_generate(3 if args.quick else 7, 64, 24)
+        result["generate"] = time_generate(3 if args.quick else args.generate_pairs, 64, 24)
+        result["generate"]["measured"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    elif previous.get("generate"):
+        result["generate"] = previous["generate"]
     result["machine"] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
@@ -288,6 +390,9 @@ def main(argv: list[str] | None = None) -> int:
         "load_before": load_before,
         "load_after": [round(x, 2) for x in os.getloadavg()],
     }
+    if previous:
+        earlier = previous.get("earlier_runs", [])
+        result["earlier_runs"] = [*earlier, previous["machine"]]
     args.json.write_text(json.dumps(result, indent=1) + "\n")
     table = markdown(result)
     args.markdown.write_text(table)

@@ -70,6 +70,31 @@ def test_truncation_keeps_the_reference_support_in_vllm_order() -> None:
     assert checked > 200
 
 
+def test_top_k_first_truncation_equals_the_full_sort(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Top-p after a small top-k sorts only the k largest logits: the masked rows are bitwise
+    those of the full sort (ties at the k-th kept, bfloat16-rounded ties included), on random
+    rows with per-row k and p, rows that repeat values and rows with fewer finite logits
+    than k."""
+    from specproof.optimized import vllm_step
+
+    rng = torch.Generator().manual_seed(11)
+    for case in range(60):
+        rows, vocab = 1 + case % 7, [40, 300, 4100][case % 3]
+        logits = torch.randn(rows, vocab, generator=rng) * 4
+        if case % 2:
+            logits = logits.to(torch.bfloat16).to(torch.float32)  # many exact ties
+        if case % 5 == 0:  # rows cut before: fewer finite entries than k
+            logits[:, 3:] = -math.inf
+        temperature = torch.rand(rows, generator=rng) + 0.3
+        top_k = torch.randint(1, 60, (rows,), generator=rng)
+        top_p = torch.rand(rows, generator=rng) * 0.6 + 0.4
+        fast = truncate_logits_(logits.clone(), temperature, top_k, top_p)
+        monkeypatch.setattr(vllm_step, "TOP_K_FIRST_LIMIT", 0)
+        sorted_whole = truncate_logits_(logits.clone(), temperature, top_k, top_p)
+        monkeypatch.undo()
+        assert torch.equal(fast, sorted_whole), case
+
+
 def test_the_step_is_lossless_through_the_audit(specproof: object) -> None:
     """The audit's vllm-logits battery (per-request temperature, top-k, top-p, min-p, greedy
     and seeded rows, ragged drafts) on the step with the audit's bonus token (level quick:
