@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from specproof.audit.engine.subject import Emission, Engine, GenerateMany, TargetProbs
 from specproof.subjects.real_models import PROMPT
 
 DRAFTER_LABELS = {
@@ -81,3 +82,25 @@ def configuration_named(
             return config
     known = ", ".join(c.name for c in configurations)
     raise KeyError(f"no {engine} configuration {name!r}; known: {known}")
+
+
+def batched_engine(
+    config: SpeculativeConfig, target_probs: TargetProbs, generate_many: GenerateMany, batch: int
+) -> Engine:
+    """The audited engine of ``config`` for an engine that serves many requests per call: a
+    single run goes through ``generate_many`` too, so both paths are the engine's one path."""
+
+    def generate(prompt: Sequence[int], num_new_tokens: int, seed: int) -> Emission:
+        return generate_many([tuple(prompt)], num_new_tokens, seed)[0]
+
+    return Engine(
+        name=config.name,
+        generate=generate,
+        target_probs=target_probs,
+        prompt=config.prompt,
+        eos=None,
+        greedy=config.greedy,
+        max_draft=config.k or None,
+        generate_many=generate_many,
+        batch=batch,
+    )

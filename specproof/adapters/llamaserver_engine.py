@@ -64,6 +64,7 @@ from specproof.adapters.beside_hf import (
 from specproof.adapters.configurations import (
     DRAFTER_LABELS,
     SpeculativeConfig,
+    batched_engine,
     build_configurations,
     configuration_named,
 )
@@ -500,19 +501,8 @@ def server_engine(
         seeds = request_seeds(seed, len(prompts))
         return list(pool.map(partial(one, num_new_tokens=num_new_tokens), prompts, seeds))
 
-    def generate(prompt: Sequence[int], num_new_tokens: int, seed: int) -> Emission:
-        return generate_many([tuple(prompt)], num_new_tokens, seed)[0]
-
-    return Engine(
-        name=config.name,
-        generate=generate,
-        target_probs=server_target_probs(target, config.sampling),
-        prompt=config.prompt,
-        eos=None,
-        greedy=config.greedy,
-        max_draft=config.k or None,
-        generate_many=generate_many,
-        batch=BATCH,
+    return batched_engine(
+        config, server_target_probs(target, config.sampling), generate_many, BATCH
     )
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import sys
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -44,6 +44,7 @@ from specproof.adapters.beside_hf import (
 )
 from specproof.adapters.configurations import (
     SpeculativeConfig,
+    batched_engine,
     build_configurations,
     configuration_named,
 )
@@ -281,19 +282,8 @@ def openvino_engine(
         trace.requests += len(prompts)
         return [Emission(tuple(run)) for run in tokens]
 
-    def generate(prompt: Sequence[int], num_new_tokens: int, seed: int) -> Emission:
-        return generate_many([tuple(prompt)], num_new_tokens, seed)[0]
-
-    return Engine(
-        name=config.name,
-        generate=generate,
-        target_probs=openvino_target_probs(target, config.sampling),
-        prompt=config.prompt,
-        eos=None,
-        greedy=config.greedy,
-        max_draft=config.k or None,
-        generate_many=generate_many,
-        batch=BATCH,
+    return batched_engine(
+        config, openvino_target_probs(target, config.sampling), generate_many, BATCH
     )
 
 
