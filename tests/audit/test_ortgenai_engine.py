@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from real_engine_configs import assert_each_beside_its_control
 
 from specproof.adapters import ortgenai_engine as oe
 from specproof.tables.real_audit import ENGINES, LABELS, SINGLE, configuration_groups
@@ -21,19 +22,7 @@ NO_ORTGENAI_REASON = "onnxruntime_genai is installed only in the audit-ortgenai 
 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:
     configs = oe.configurations()
-    seen: dict[str, oe.SpeculativeConfig] = {}
-    for config in configs:
-        if config.drafter == "none":
-            assert not config.control and config.k == 0
-        else:
-            control = seen[config.control]  # listed before it
-            assert control.drafter == "none"
-            assert (control.sampling, control.prompt, control.tokens) == (
-                config.sampling,
-                config.prompt,
-                config.tokens,
-            )
-        seen[config.name] = config
+    assert_each_beside_its_control(configs)
     drafted = {(c.sampling_label, c.drafter) for c in configs if c.drafter != "none"}
     # the draft model and n-gram drafting in each of three settings, at T = 1 also the target
     assert len(drafted) == 7
