@@ -111,6 +111,14 @@ def rejection_sample(
         )
 
 
+def drawn_bonus_rows(bonus_token_ids: torch.Tensor, vocab: int, dtype: torch.dtype) -> torch.Tensor:
+    """Bonus rows as logits with all their mass on the bonus token the audit drew (0 there,
+    -inf elsewhere), so a step that samples the bonus token itself draws that one."""
+    batch = bonus_token_ids.numel()
+    rows = torch.full((batch, vocab), -torch.inf, dtype=dtype)
+    return rows.scatter_(1, bonus_token_ids.reshape(batch, 1).to(torch.int64), 0.0)
+
+
 def forward_logits(
     draft_token_ids: torch.Tensor,
     num_draft_tokens: list[int],
@@ -130,8 +138,7 @@ def forward_logits(
 
     batch = len(num_draft_tokens)
     tokens, vocab = target_logits.shape
-    bonus_rows = torch.full((batch, vocab), -torch.inf, dtype=target_logits.dtype)
-    bonus_rows.scatter_(1, bonus_token_ids.reshape(batch, 1).to(torch.int64), 0.0)
+    bonus_rows = drawn_bonus_rows(bonus_token_ids, vocab, target_logits.dtype)
     sampled = torch.tensor(num_draft_tokens, dtype=torch.int32) + 1
     spec = SpecDecodeMetadata(
         draft_token_ids=draft_token_ids,

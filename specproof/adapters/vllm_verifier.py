@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from specproof.adapters.vllm_sampler import drawn_bonus_rows
 from specproof.optimized.vllm_step import verify_step
 
 if TYPE_CHECKING:  # mypy reads optimized/ as ``optimized`` (see vllm_sampler.py)
@@ -253,8 +254,7 @@ def step_logits(
     del max_spec_len
     batch = len(num_draft_tokens)
     tokens, vocab = target_logits.shape
-    bonus_rows = torch.full((batch, vocab), -torch.inf, dtype=torch.float32)
-    bonus_rows.scatter_(1, bonus_token_ids.reshape(batch, 1).to(torch.int64), 0.0)
+    bonus_rows = drawn_bonus_rows(bonus_token_ids, vocab, torch.float32)
     logits = torch.cat([target_logits.to(torch.float32), bonus_rows])
     with torch.no_grad():
         return verify_step(
