@@ -8,7 +8,9 @@ It reads only what the result needs:
 - logits: a loop over positions (never over requests) softmaxes, at position k, only the rows
   of requests still accepting; the rows of a request rejected at k are used right there for
   its residual, and a bonus row is softmaxed once, after the loop. Rows after a request's
-  first rejection are never read.
+  first rejection are never read. Small logits (:data:`SOFTMAX_AT_ONCE`) are softmaxed in one
+  call instead and then decided like probabilities, in one pass; only the rows reached are
+  checked, as in the loop.
 
 The inverse CDF is a binary search in the cumulative sums (no multinomial, no [R, V] index
 temporaries). With a :class:`~specproof.optimized.checks.recorded.DeferredChecks`, the content
@@ -21,8 +23,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
+import numpy as np
 import torch
 from specproof.reference.philox import UNIFORM_BITS
+from specproof.reference.philox import philox4x32 as philox4x32_python
 
 from ..checks.chain_call import ChainCall
 from ..checks.recorded import DeferredChecks
@@ -33,10 +37,19 @@ from ..checks.row_contents import (
     check_softmax_values,
 )
 from ..checks.streams import Streams
-from ..philox import ACCEPT, BONUS, RESIDUAL, int64_bits, philox4x32, position_words
+from ..philox import (
+    ACCEPT,
+    BONUS,
+    RESIDUAL,
+    int64_bits,
+    philox4x32,
+    philox_rounds_numpy,
+    position_words,
+    uint64_words,
+)
 from .rows import gather_rows, gather_rows_with_stats, sample_tiled, softmax_rows_, workspace
 
-SOFTMAX_AT_ONCE = 2**16
+SOFTMAX_AT_ONCE = 2**17
 """Logits of at most this many entries are softmaxed in one call (:meth:`Rows.softmax_all_rows`)
 rather than position by position: reading rows past a rejection costs less there than the
 calls."""
@@ -118,6 +131,27 @@ class Rows:
             check_full_rows(self.checks, self.name, sums, minima, self.values.dtype, requests)
             self.full_rows = []
 
+    def at_drafted(
+        self, gathered: torch.Tensor | None, index: torch.Tensor, n: int
+    ) -> torch.Tensor:
+        """Probabilities at the drafted tokens ``index`` [B, n, 1] of the first n positions:
+        ``gathered`` (the entries read from the input) unless the rows were softmaxed."""
+        if self.softmaxed is not None:
+            return self.softmaxed[:, :n].gather(2, index)[..., 0]
+        assert gathered is not None
+        return gathered
+
+    def check_softmax_reached(self, values: torch.Tensor, reached: torch.Tensor) -> None:
+        """:meth:`check_softmax` of the [B, n] entries ``values`` where ``reached``."""
+        if self.checks is not None and self.is_logits:
+            batch_index, position = reached.nonzero(as_tuple=True)
+            check_softmax_values(
+                self.checks,
+                self.name,
+                values[batch_index, position],
+                lambda i: self.values[int(batch_index[i]), int(position[i])],
+            )
+
     def check_softmax(self, p_x: torch.Tensor, batch_index: torch.Tensor, position: int) -> None:
         if self.checks is not None and self.is_logits:
             check_softmax_values(
@@ -159,7 +193,18 @@ def round_uniforms(streams: Streams, n: int) -> tuple[torch.Tensor, torch.Tensor
     """Every uniform a request can use in the round, from one Philox call: acceptance and
     residual at positions 1..n ([B, n] each), bonus at 1..n + 1 ([B, n + 1]). The addresses and
     the float32 conversion are those of :func:`~specproof.optimized.philox.address_uniforms`
-    (one call instead of one per phase and position: each is ~100 small tensor ops)."""
+    (one call instead of one per phase and position: each is ~100 small tensor ops). On the CPU
+    they are computed in Python integers for a few words, in numpy for more
+    (:func:`round_uniforms_cpu`); elsewhere in torch (:func:`round_uniforms_torch`)."""
+    if streams.words.device.type == "cpu":
+        return round_uniforms_cpu(streams, n)
+    return round_uniforms_torch(streams, n)
+
+
+def round_uniforms_torch(
+    streams: Streams, n: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`round_uniforms` in torch integer operations, on the streams' device."""
     requests = streams.words
     index = torch.arange(1, n + 2, device=requests.device)
     slots = torch.cat([index[:n] * 4 + ACCEPT, index[:n] * 4 + RESIDUAL, index * 4 + BONUS])
@@ -175,6 +220,44 @@ def round_uniforms(streams: Streams, n: int) -> tuple[torch.Tensor, torch.Tensor
     high, low = position_words(round_t, offset_t)
     word = philox4x32(seed, slots[None, :], requests[:, None], high, low)[0]
     u = (word >> (32 - UNIFORM_BITS)).to(torch.float32) * (2.0**-UNIFORM_BITS)
+    return u[:, :n], u[:, n : 2 * n], u[:, 2 * n :]
+
+
+PYTHON_WORDS = 32
+"""At most this many words (requests x (3n + 1)) are drawn with Python integers
+(:func:`specproof.reference.philox.philox4x32`, about 6 us a word here) rather than numpy
+(about 130 us for the ~100 array operations of a call, whatever its size)."""
+
+
+def round_uniforms_cpu(streams: Streams, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`round_uniforms` for CPU streams: the same words (the position's high word is
+    round + the offset's high word mod 2^32, as :func:`position_words` makes it)."""
+    index = np.arange(1, n + 2, dtype=np.uint64)
+    four = np.uint64(4)
+    slots = np.concatenate(
+        [index[:n] * four + np.uint64(ACCEPT), index[:n] * four + np.uint64(RESIDUAL),
+         index * four + np.uint64(BONUS)]
+    )  # fmt: skip
+    key, offset = uint64_words(streams.keys), uint64_words(streams.offsets)
+    if streams.per_request:  # one key and offset per request: a column each
+        key, offset = key[:, None], offset[:, None]
+    high = np.uint64(streams.round) + (offset >> np.uint64(32))
+    requests = uint64_words(streams.words)[:, None]
+    if requests.shape[0] * slots.shape[0] <= PYTHON_WORDS:
+        key, high, offset = (np.broadcast_to(x, requests.shape) for x in (key, high, offset))
+        word = np.array(
+            [
+                [philox4x32_python(int(k), int(s), int(r), int(h), int(o))[0] for s in slots]
+                for k, r, h, o in zip(
+                    key[:, 0], requests[:, 0], high[:, 0], offset[:, 0], strict=True
+                )
+            ],
+            dtype=np.uint64,
+        ).reshape(requests.shape[0], slots.shape[0])
+    else:
+        word = philox_rounds_numpy(key, slots[None, :], requests, high, offset)[0]
+    shift = np.uint64(32 - UNIFORM_BITS)
+    u = torch.from_numpy((word >> shift).astype(np.float32) * np.float32(2.0**-UNIFORM_BITS))
     return u[:, :n], u[:, n : 2 * n], u[:, 2 * n :]
 
 
@@ -268,14 +351,26 @@ def chain_verify_torch(
     final = torch.full((batch,), -1, dtype=torch.int64, device=device)
     rejected = torch.zeros(batch, dtype=torch.bool, device=device)
 
-    needs_loop = target_logits or draft_logits or bool(greedy.any())
+    # Logits softmaxed at once are probabilities from here on: every acceptance is decided in
+    # one pass too (the same entries the loop would read, so the same decisions).
+    every_row_known = all(
+        side is None or not side.is_logits or side.softmaxed is not None
+        for side in (p_side, q_side)
+    )
+    needs_loop = not every_row_known or bool(greedy.any())
     if not needs_loop:
+        p_values = p_side.at_drafted(p_at, index, n)
+        q_values = torch.ones_like(p_at) if q_side is None else q_side.at_drafted(q_at, index, n)
         # u < p / q as u * q < p in float64: exact for float32 operands.
-        q_values = torch.ones_like(p_at) if q_at is None else q_at
-        keep = u_accept.double() * q_values.double() < p_at.double()
+        keep = u_accept.double() * q_values.double() < p_values.double()
         run = torch.cumprod((keep & read).to(torch.int32), dim=1)
         accepted = run.sum(dim=1, dtype=torch.int64)
         rejected = accepted < lengths
+        if target_logits or draft_logits:  # the rows reached: up to the first rejection
+            reached = verified & (torch.arange(n, device=device)[None, :] <= accepted[:, None])
+            p_side.check_softmax_reached(p_values, reached)
+            if q_side is not None:
+                q_side.check_softmax_reached(q_values, reached)
         rejected_rows = rejected.nonzero().squeeze(1)
         for hit in row_chunks(rejected_rows, target.shape[-1]):
             position = accepted[hit]

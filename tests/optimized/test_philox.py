@@ -39,10 +39,21 @@ KNOWN_ANSWERS = [
 ]
 
 
+# Both torch-side implementations, each run on the CPU here: philox4x32 picks numpy's on the
+# CPU and the torch one elsewhere, so a GPU-less run still checks the GPU path's arithmetic.
+IMPLEMENTATIONS = {
+    "numpy": torch_philox.philox4x32_numpy,
+    "torch": torch_philox.philox4x32_torch,
+}
+
+
+@pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
 @pytest.mark.parametrize(("counter", "key", "expected"), KNOWN_ANSWERS)
-def test_known_answers(counter, key, expected):
+def test_known_answers(counter, key, expected, implementation):
     seed = key[0] | key[1] << 32
     assert philox4x32(seed, *counter) == expected
+    words = IMPLEMENTATIONS[implementation](seed, *(torch.tensor([c]) for c in counter))
+    assert tuple(int(w) for w in words) == expected
     words = torch_philox.philox4x32(seed, *(torch.tensor([c], device=DEVICE) for c in counter))
     assert tuple(int(w) for w in words) == expected
 
@@ -76,10 +87,35 @@ words = st.integers(0, 2**32 - 1)
     counters=st.lists(st.tuples(words, words, words, words), min_size=1, max_size=16),
 )
 def test_torch_philox_is_bit_identical(seed, counters):
-    columns = [torch.tensor([c[i] for c in counters], device=DEVICE) for i in range(4)]
-    got = torch_philox.philox4x32(seed, *columns)
     want = [philox4x32(seed, *c) for c in counters]
+    columns = [torch.tensor([c[i] for c in counters]) for i in range(4)]
+    for implementation in IMPLEMENTATIONS.values():
+        got = implementation(seed, *columns)
+        assert [tuple(int(w[i]) for w in got) for i in range(len(counters))] == want
+    columns = [column.to(DEVICE) for column in columns]
+    got = torch_philox.philox4x32(seed, *columns)
     assert [tuple(int(w[i]) for w in got) for i in range(len(counters))] == want
+
+
+@examples(20)
+@given(
+    keys=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=6),
+    counters=st.lists(st.tuples(words, words, words, words), min_size=1, max_size=5),
+)
+def test_per_request_keys_broadcast_alike(keys, counters):
+    """A column of int64 keys (their bits: negative ones too) broadcast against a row of
+    counters, as round_uniforms passes per-request streams: both implementations agree with
+    the reference at every (key, counter)."""
+    seed = torch.tensor(keys)[:, None]
+    columns = [torch.tensor([c[i] for c in counters])[None, :] for i in range(4)]
+    want = [[philox4x32(key % 2**64, *c) for c in counters] for key in keys]
+    for implementation in IMPLEMENTATIONS.values():
+        got = implementation(seed, *columns)
+        assert got[0].shape == (len(keys), len(counters))
+        assert [
+            [tuple(int(w[r, i]) for w in got) for i in range(len(counters))]
+            for r in range(len(keys))
+        ] == want
 
 
 @pytest.mark.parametrize("phase", sorted(PHASE_CODES))

@@ -10,14 +10,17 @@ from fractions import Fraction
 
 import pytest
 import torch
-from optimized_support import DEVICE
+from hypothesis import given
+from hypothesis import strategies as st
+from optimized_support import DEVICE, examples
 from specproof.optimized import InvalidInputError, chain_verify
 from specproof.optimized.checks.streams import Streams
 from specproof.optimized.philox import ACCEPT, BONUS, RESIDUAL, address_uniforms
-from specproof.optimized.torch_backend.chain_verify import round_uniforms
+from specproof.optimized.torch_backend.chain_verify import round_uniforms, round_uniforms_torch
 from specproof.optimized.torch_backend.rows import TILE, sample_tiled
 from specproof.optimized.torch_backend.rows import inverse_cdf as inverse_cdf_rows
-from specproof.reference import inverse_cdf
+from specproof.reference import Address, inverse_cdf
+from specproof.reference.philox import PhiloxSource
 
 NAN, INF = float("nan"), float("inf")
 
@@ -166,6 +169,47 @@ def test_round_uniforms_are_the_address_uniforms() -> None:
     for got, phase, width in ((accept, ACCEPT, n), (residual, RESIDUAL, n), (bonus, BONUS, n + 1)):
         want = address_uniforms(11, phase, steps[:, :width], requests[:, None], 4, 9)
         assert torch.equal(got, want)
+
+
+words64 = st.integers(0, 2**64 - 1)
+
+
+@examples(40)
+@given(
+    batch=st.integers(1, 12),
+    n=st.integers(0, 8),
+    per_request=st.booleans(),
+    round=st.integers(0, 2**32 - 1),
+    data=st.data(),
+)
+def test_round_uniforms_are_the_references_at_every_size(batch, n, per_request, round, data):
+    """The CPU's Python-integer draw (at most PYTHON_WORDS words), its numpy draw (more) and
+    the torch draw of other devices (run here on the CPU) all give the reference's uniform at
+    every address, with one shared key and offset or one per request (any 64-bit values)."""
+    words = data.draw(st.lists(st.integers(0, 2**32 - 1), min_size=batch, max_size=batch))
+    count = batch if per_request else 1
+    keys = data.draw(st.lists(words64, min_size=count, max_size=count))
+    offsets = data.draw(st.lists(words64, min_size=count, max_size=count))
+    if per_request:
+        bits = [[v - 2**64 if v >= 2**63 else v for v in values] for values in (keys, offsets)]
+        streams = Streams(
+            torch.tensor(bits[0]), round, torch.tensor(bits[1]), torch.tensor(words), True
+        )
+    else:
+        streams = Streams(keys[0], round, offsets[0], torch.tensor(words), True)
+    want = {}
+    for r, word in enumerate(words):
+        source = PhiloxSource(keys[r % count], offsets[r % count])
+        for phase, width in (("accept", n), ("residual", n), ("bonus", n + 1)):
+            want[r, phase] = [
+                source.uniform(Address(round, word, phase, i + 1)) for i in range(width)
+            ]
+    for draw in (round_uniforms, round_uniforms_torch):
+        accept, residual, bonus = draw(streams, n)
+        for r in range(batch):
+            got = {"accept": accept[r], "residual": residual[r], "bonus": bonus[r]}
+            for phase, values in got.items():
+                assert values.tolist() == want[r, phase], (draw.__name__, r, phase)
 
 
 @pytest.mark.parametrize("vocab", [5, TILE, 2 * TILE + 3])
