@@ -52,11 +52,14 @@ def _fresh_seed(generator: torch.Generator | None) -> int:
     return int(torch.randint(0, 2**62, (1,), generator=generator, device=device).item())
 
 
+GENERATOR_KEY_LIMIT = 2**62
+
+
 def generator_key(generator: torch.Generator) -> torch.Tensor:
     """A seeded vLLM request's Philox key for this call: the next draw of its generator in
     [0, 2^62), a [1] int64 tensor on the generator's device (no host synchronisation). The
     generator advances one draw per call, as vLLM's does per verification step."""
-    return torch.randint(0, 2**62, (1,), generator=generator, device=generator.device)
+    return torch.randint(0, GENERATOR_KEY_LIMIT, (1,), generator=generator, device=generator.device)
 
 
 def request_generators(metadata: Any, batch: int) -> dict[int, torch.Generator]:
@@ -102,7 +105,14 @@ def request_streams(
     seeded = sorted(r for r in generators if counts[r] > 0)
     if seeded:
         rows = torch.tensor(seeded, dtype=torch.int64, device=device)
-        keys[rows] = torch.cat([generator_key(generators[r]).to(device) for r in seeded])
+        if all(generators[r].device == keys.device for r in seeded):
+            # generator_key's draw written in place (randint is empty().random_()): the same
+            # keys without a tensor, a copy and a concatenation per request.
+            entries = keys.unbind(0)
+            for r in seeded:
+                entries[r].random_(0, GENERATOR_KEY_LIMIT, generator=generators[r])
+        else:
+            keys[rows] = torch.cat([generator_key(generators[r]).to(device) for r in seeded])
         words[rows] = OWN_STREAM_WORD  # FlashInfer's per-row tensors use it too
     return seeded_streams(keys, round, words, device)
 

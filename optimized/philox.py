@@ -97,20 +97,25 @@ def philox_rounds_numpy(
     words (their low 32 bits); returns the four output words, contiguous, in uint64."""
     mask, shift = np.uint64(MASK32), np.uint64(32)
     k0, k1 = key & mask, key >> shift
-    x0, x1, x2, x3 = np.broadcast_arrays(x0 & mask, x1 & mask, x2 & mask, x3 & mask)
+    # Full-shape contiguous words (the key's shape included): numpy is several times slower
+    # on broadcast (zero-stride) operands, and the in-place updates need the full shape.
+    shape = np.broadcast_shapes(key.shape, x0.shape, x1.shape, x2.shape, x3.shape)
+    x0, x1, x2, x3 = (np.broadcast_to(x, shape) & mask for x in (x0, x1, x2, x3))
     round_a, round_b = np.uint64(PHILOX_ROUND_A), np.uint64(PHILOX_ROUND_B)
     key_a, key_b = np.uint64(PHILOX_KEY_A), np.uint64(PHILOX_KEY_B)
     for _ in range(n_rounds):
         product_b, product_a = x2 * round_b, x0 * round_a  # < 2^64: exact
-        x0, x1, x2, x3 = (
-            (product_b >> shift) ^ x1 ^ k0,
-            product_b & mask,
-            (product_a >> shift) ^ x3 ^ k1,
-            product_a & mask,
-        )
+        x0 = product_b >> shift
+        x0 ^= x1
+        x0 ^= k0
+        x2 = product_a >> shift
+        x2 ^= x3
+        x2 ^= k1
+        x1, x3 = product_b, product_a
+        x1 &= mask
+        x3 &= mask
         k0, k1 = (k0 + key_a) & mask, (k1 + key_b) & mask
-    out = [np.ascontiguousarray(x) for x in (x0, x1, x2, x3)]
-    return out[0], out[1], out[2], out[3]
+    return x0, x1, x2, x3
 
 
 def philox4x32_torch(

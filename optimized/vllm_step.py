@@ -42,6 +42,9 @@ from .compat import (
 from .torch_backend.rows import workspace
 from .verify import verify_call
 
+DRAFT_COUNT_LIMIT = 1 << 20
+"""Largest accepted ``num_draft_tokens`` entry, plus one."""
+
 GREEDY_TEMPERATURE = 0.0
 """vLLM marks a greedy request with temperature 0 (older releases: -1, also read as greedy)."""
 
@@ -205,9 +208,12 @@ def verify_step(
         cu_num_draft_tokens=cu_num_draft_tokens, target_indices=target_indices,
         bonus_indices=bonus_indices,
     )  # fmt: skip
-    counts = [
-        as_integer(f"num_draft_tokens[{r}]", n, 1 << 20) for r, n in enumerate(num_draft_tokens)
-    ]
+    counts = list(num_draft_tokens)
+    if not all(type(n) is int and 0 <= n < DRAFT_COUNT_LIMIT for n in counts):  # the usual case
+        counts = [
+            as_integer(f"num_draft_tokens[{r}]", n, DRAFT_COUNT_LIMIT)
+            for r, n in enumerate(num_draft_tokens)
+        ]
     batch, total, vocab = len(counts), sum(counts), logits.shape[1]
     device = logits.device
     if bonus_indices.shape[0] != batch or cu_num_draft_tokens.shape[0] != batch:

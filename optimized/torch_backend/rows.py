@@ -122,6 +122,13 @@ def sample_tiled(mass: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, tor
     redraws them from another row). One read of the rows (the tile sums) plus one tile per
     row, instead of a full cumulative sum: torch's CPU cumsum is a scalar loop.
     """
+    if mass.shape[1] <= TILE:
+        return sample_one_tile(mass, u)
+    return sample_in_tiles(mass, u)
+
+
+def sample_in_tiles(mass: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`sample_tiled` at any vocabulary: the tile sums, then the search in one tile."""
     rows, vocab = mass.shape
     width = min(TILE, vocab)  # the searched tile: V columns when V < TILE (one tile)
     whole = vocab // TILE * TILE
@@ -152,3 +159,17 @@ def sample_tiled(mass: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, tor
         positive = (piece[missed] > 0) & (columns[missed] < vocab)
         chosen[missed] = (positive * order).argmax(dim=-1)
     return (tile * TILE + chosen).clamp_(max=vocab - 1), total
+
+
+def sample_one_tile(mass: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`sample_tiled` of rows of at most :data:`TILE` entries, one tile: its search
+    without the tile arithmetic (tile 0, carry 0), the same tokens and totals."""
+    total = mass.sum(dim=-1)
+    threshold = threshold_below(u, total)
+    running = mass.cumsum(dim=-1)
+    chosen = torch.searchsorted(running, threshold[:, None], right=True)[:, 0]
+    missed = (chosen >= mass.shape[1]).nonzero().squeeze(1)
+    if missed.numel():  # rounding left no hit: the last positive token
+        order = torch.arange(1, mass.shape[1] + 1, device=mass.device)
+        chosen[missed] = ((mass[missed] > 0) * order).argmax(dim=-1)
+    return chosen, total

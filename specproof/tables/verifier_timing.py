@@ -287,8 +287,9 @@ def markdown(result: dict[str, Any]) -> str:
             f"{r['median']:.3f} ({r['q1']:.3f}-{r['q3']:.3f})"
             + (f", measured {generate['measured']}." if "measured" in generate else "."),
         ]
-    worst = max(row["ratio"]["median"] for row in result["step"])
-    lines += ["", f"Largest median step ratio: {worst:.3f} (target <= {TARGET_RATIO})."]
+    if result["step"]:
+        worst = max(row["ratio"]["median"] for row in result["step"])
+        lines += ["", f"Largest median step ratio: {worst:.3f} (target <= {TARGET_RATIO})."]
     return "\n".join(lines) + "\n"
 
 
