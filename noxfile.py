@@ -321,7 +321,10 @@ def vllm_swap(session: nox.Session) -> None:
         "python", "-m", "specproof.tables.real_audit", "vllm-verifier", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
-    session.run("python", "-m", "specproof.tables.verifier_timing", env=REAL_ENGINE_ENV)
+    session.run(
+        "python", "-m", "specproof.tables.verifier_timing", "--small-pairs", "31",
+        "--generate-pairs", "21", env=REAL_ENGINE_ENV,
+    )  # fmt: skip
 
 
 @nox.session(
