@@ -59,20 +59,16 @@ def philox4x32(
     :func:`philox4x32_torch` (the same words)."""
     tensors = [c0, c1, c2, c3] + ([seed] if isinstance(seed, torch.Tensor) else [])
     if all(t.device.type == "cpu" for t in tensors):
-        return philox4x32_numpy(seed, c0, c1, c2, c3, n_rounds)
-    return philox4x32_torch(seed, c0, c1, c2, c3, n_rounds)
+        return philox4x32_numpy(seed, c0, c1, c2, c3, n_rounds=n_rounds)
+    return philox4x32_torch(seed, c0, c1, c2, c3, n_rounds=n_rounds)
 
 
 def philox4x32_numpy(
-    seed: int | torch.Tensor,
-    c0: torch.Tensor,
-    c1: torch.Tensor,
-    c2: torch.Tensor,
-    c3: torch.Tensor,
-    n_rounds: int = N_ROUNDS,
+    seed: int | torch.Tensor, *counters: torch.Tensor, n_rounds: int = N_ROUNDS
 ) -> Words:
-    """:func:`philox4x32` for CPU tensors, in numpy uint64 (an int64's bits read unsigned)."""
-    x0, x1, x2, x3 = (uint64_words(c) for c in (c0, c1, c2, c3))
+    """:func:`philox4x32` for CPU tensors (four counters), in numpy uint64 (an int64's bits
+    read unsigned)."""
+    x0, x1, x2, x3 = (uint64_words(c) for c in counters)
     words = philox_rounds_numpy(uint64_words(seed), x0, x1, x2, x3, n_rounds)
     out = [torch.from_numpy(w.astype(np.int64)) for w in words]
     return out[0], out[1], out[2], out[3]
@@ -119,14 +115,10 @@ def philox_rounds_numpy(
 
 
 def philox4x32_torch(
-    seed: int | torch.Tensor,
-    c0: torch.Tensor,
-    c1: torch.Tensor,
-    c2: torch.Tensor,
-    c3: torch.Tensor,
-    n_rounds: int = N_ROUNDS,
+    seed: int | torch.Tensor, *counters: torch.Tensor, n_rounds: int = N_ROUNDS
 ) -> Words:
-    """:func:`philox4x32` in torch int64 operations, on any device."""
+    """:func:`philox4x32` (four counters) in torch int64 operations, on any device."""
+    c0, c1, c2, c3 = counters
     k0, k1 = seed & MASK32, (seed >> 32) & MASK32
     c0, c1, c2, c3 = torch.broadcast_tensors(
         *(c.to(torch.int64) & MASK32 for c in (c0, c1, c2, c3))

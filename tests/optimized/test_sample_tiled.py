@@ -33,22 +33,31 @@ def scanned_token(mass: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return torch.tensor(tokens)
 
 
-@pytest.mark.parametrize("vocab", [3, 100, 4095, TILE, 4097, 9000])
-def test_the_searched_tile_gives_the_scanned_token(vocab: int) -> None:
-    """Dense, sparse, tiny and half-empty rows, u at 0 and just below 1: every token equal."""
+def rows_of_every_kind(vocab: int, rows: int):
+    """(kind, mass, u): dense, sparse, tiny (sums that round), half-empty, very sparse rows
+    and rows without mass; u at 0 and just below 1 in the first two rows."""
     generator = torch.Generator().manual_seed(vocab)
-    for kind in range(5):
-        mass = torch.rand(6, vocab, generator=generator)
+    for kind in range(6):
+        mass = torch.rand(rows, vocab, generator=generator)
         if kind == 1:
-            mass *= torch.rand(6, vocab, generator=generator) < 0.01
+            mass *= torch.rand(rows, vocab, generator=generator) < 0.01
         elif kind == 2:
-            mass = mass**40  # sums that round
+            mass = mass**40
         elif kind == 3:
             mass[:, : vocab // 2] = 0
         elif kind == 4:
-            mass *= torch.rand(6, vocab, generator=generator) < 2 / vocab
-        u = torch.rand(6, generator=generator)
+            mass *= torch.rand(rows, vocab, generator=generator) < 2 / vocab
+        elif kind == 5:
+            mass[: rows // 2] = 0
+        u = torch.rand(rows, generator=generator)
         u[0], u[1] = 0.0, 1 - 2**-24
+        yield kind, mass, u
+
+
+@pytest.mark.parametrize("vocab", [3, 100, 4095, TILE, 4097, 9000])
+def test_the_searched_tile_gives_the_scanned_token(vocab: int) -> None:
+    """Every kind of row: every token equal where the row has mass."""
+    for kind, mass, u in rows_of_every_kind(vocab, 6):
         positive = mass.sum(dim=1) > 0  # a row without mass has an unspecified token
         token, _ = sample_tiled(mass, u)
         assert torch.equal(token[positive], scanned_token(mass, u)[positive]), kind
@@ -59,17 +68,7 @@ def test_one_tile_is_the_tiled_search_with_one_tile(vocab: int) -> None:
     """At most TILE columns, the shortcut and the general search give the same tokens and
     totals bit for bit, rows without mass included (whose token is then unspecified but
     still the same)."""
-    generator = torch.Generator().manual_seed(vocab)
-    for kind in range(4):
-        mass = torch.rand(8, vocab, generator=generator)
-        if kind == 1:
-            mass *= torch.rand(8, vocab, generator=generator) < 0.2
-        elif kind == 2:
-            mass = mass**40
-        elif kind == 3:
-            mass[:4] = 0
-        u = torch.rand(8, generator=generator)
-        u[0], u[1] = 0.0, 1 - 2**-24
+    for kind, mass, u in rows_of_every_kind(vocab, 8):
         token, total = sample_one_tile(mass.clone(), u)
         want_token, want_total = sample_in_tiles(mass.clone(), u)
         assert torch.equal(token, want_token), kind
