@@ -9,7 +9,9 @@ or bonus token, then -1). :func:`verify_step` computes the same with
 - The rows are read as a dense [B, n + 1, V] float32 tensor: request r's drafted rows, then
   its bonus row at position ``num_draft_tokens[r]`` (padding repeats it, never read). For
   float32 logits in vLLM's layout with every request drafting alike this is a view of the
-  logits (no copy); otherwise one float32 copy or gather.
+  logits (no copy), and so it is for half-precision logits in that layout when no request
+  truncates (chain verification converts the rows it reads); otherwise one float32 copy or
+  gather.
 - Truncation, in vLLM's order (``reference/filters.py``, order ``vllm``): temperature, min-p,
   top-k, top-p, each as a -inf mask on the logits (:func:`truncate_logits_`). Greedy requests
   (temperature 0) are not cut: every cut keeps the argmax.
@@ -251,10 +253,13 @@ def verify_step(
         and logits.shape[0] >= batch * width
         and torch.equal(rows.view(-1), in_order)
     )
-    if in_layout and logits.dtype == torch.float32:
+    cuts = any(v is not None for v in (top_k, top_p, min_p))
+    if in_layout and (logits.dtype == torch.float32 or not cuts):
         # vLLM's own layout when every request drafts alike (its rows, then its bonus row):
         # the logits are the dense rows already. Cuts are then written into them (vLLM's
-        # forward contract allows it: "logits can be updated in place").
+        # forward contract allows it: "logits can be updated in place"). Half-precision rows
+        # with no cut to write are read as they are: chain verification converts only the
+        # rows it reads, to the same float32 values.
         dense = logits[: batch * width]
     else:  # one float32 copy (vLLM's step converts its rows to float32 too)
         dense = workspace("vllm-step-target", batch * width, vocab, device)
@@ -271,7 +276,7 @@ def verify_step(
         greedy = (temperatures == GREEDY_TEMPERATURE) | (temperatures == LEGACY_GREEDY_TEMPERATURE)
         temperatures = torch.where(greedy, 0.0, temperatures)
         random = ~greedy
-        if any(v is not None for v in (top_k, top_p, min_p)):
+        if cuts:
             per_row = [
                 None
                 if v is None

@@ -220,7 +220,7 @@ def round_uniforms_torch(
     high, low = position_words(round_t, offset_t)
     word = philox4x32(seed, slots[None, :], requests[:, None], high, low)[0]
     u = (word >> (32 - UNIFORM_BITS)).to(torch.float32) * (2.0**-UNIFORM_BITS)
-    return u[:, :n], u[:, n : 2 * n], u[:, 2 * n :]
+    return split_round(u, n)
 
 
 PYTHON_WORDS = 32
@@ -232,6 +232,9 @@ PYTHON_WORDS = 32
 def round_uniforms_cpu(streams: Streams, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`round_uniforms` for CPU streams: the same words (the position's high word is
     round + the offset's high word mod 2^32, as :func:`position_words` makes it)."""
+    batch = streams.words.shape[0]
+    if batch * (3 * n + 1) <= PYTHON_WORDS:
+        return split_round(round_uniforms_python(streams, n), n)
     index = np.arange(1, n + 2, dtype=np.uint64)
     four = np.uint64(4)
     slots = np.concatenate(
@@ -243,21 +246,37 @@ def round_uniforms_cpu(streams: Streams, n: int) -> tuple[torch.Tensor, torch.Te
         key, offset = key[:, None], offset[:, None]
     high = np.uint64(streams.round) + (offset >> np.uint64(32))
     requests = uint64_words(streams.words)[:, None]
-    if requests.shape[0] * slots.shape[0] <= PYTHON_WORDS:
-        key, high, offset = (np.broadcast_to(x, requests.shape) for x in (key, high, offset))
-        word = np.array(
-            [
-                [philox4x32_python(int(k), int(s), int(r), int(h), int(o))[0] for s in slots]
-                for k, r, h, o in zip(
-                    key[:, 0], requests[:, 0], high[:, 0], offset[:, 0], strict=True
-                )
-            ],
-            dtype=np.uint64,
-        ).reshape(requests.shape[0], slots.shape[0])
-    else:
-        word = philox_rounds_numpy(key, slots[None, :], requests, high, offset)[0]
+    word = philox_rounds_numpy(key, slots[None, :], requests, high, offset)[0]
     shift = np.uint64(32 - UNIFORM_BITS)
     u = torch.from_numpy((word >> shift).astype(np.float32) * np.float32(2.0**-UNIFORM_BITS))
+    return split_round(u, n)
+
+
+def round_uniforms_python(streams: Streams, n: int) -> torch.Tensor:
+    """The [B, 3n + 1] uniforms of :func:`round_uniforms_cpu` in Python integers
+    (:func:`specproof.reference.philox.philox4x32`), for a few words."""
+    batch = streams.words.shape[0]
+    everyone = (1 << 64) - 1
+    if streams.per_request:
+        keys = [k & everyone for k in torch.as_tensor(streams.keys).tolist()]
+        offsets = [o & everyone for o in torch.as_tensor(streams.offsets).tolist()]
+    else:
+        keys = [int(streams.keys) & everyone] * batch
+        offsets = [int(streams.offsets) & everyone] * batch
+    slots = [i * 4 + ACCEPT for i in range(1, n + 1)] + [i * 4 + RESIDUAL for i in range(1, n + 1)]
+    slots += [i * 4 + BONUS for i in range(1, n + 2)]
+    shift = 32 - UNIFORM_BITS
+    rows = [
+        [philox4x32_python(key, slot, word, streams.round + (offset >> 32), offset)[0] >> shift
+         for slot in slots]
+        for key, offset, word in zip(keys, offsets, streams.words.tolist(), strict=True)
+    ]  # fmt: skip
+    # Integers below 2^24 are exact in float32, and so is their product with 2^-24.
+    return torch.tensor(rows, dtype=torch.float32).reshape(batch, len(slots)) * 2.0**-UNIFORM_BITS
+
+
+def split_round(u: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(acceptance, residual, bonus) columns of a round's [B, 3n + 1] uniforms."""
     return u[:, :n], u[:, n : 2 * n], u[:, 2 * n :]
 
 

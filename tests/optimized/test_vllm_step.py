@@ -176,12 +176,17 @@ def test_the_audit_metadata_reaches_the_step() -> None:
         assert out.tolist() == [[0, -1]]
 
 
+@pytest.mark.parametrize("vocab", [50, 6000])  # 6000: past SOFTMAX_AT_ONCE, the position loop
+@pytest.mark.parametrize("truncated", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_vllms_layout_is_read_in_place_with_the_same_tokens(dtype: torch.dtype) -> None:
+def test_vllms_layout_is_read_in_place_with_the_same_tokens(
+    dtype: torch.dtype, truncated: bool, vocab: int
+) -> None:
     """Logits in vLLM's layout (each request's rows, then its bonus row) are read as they lie;
-    the same rows in another order are gathered: with one seed both give the same tokens at
-    a truncated setting (exact: one computation on the same values)."""
-    batch, drafts, vocab = 6, 3, 50
+    the same rows in another order are gathered: with one seed both give the same tokens, with
+    and without top-k/top-p (exact: one computation on the same values). bfloat16 rows with no
+    cut are read without a float32 copy: the same tokens as their float32 values."""
+    batch, drafts = 6, 3
     torch.manual_seed(1)
     in_layout = (torch.randn(batch * (drafts + 1), vocab) * 3).to(dtype)
     grid = torch.arange(batch * (drafts + 1)).view(batch, drafts + 1)
@@ -194,8 +199,8 @@ def test_vllms_layout_is_read_in_place_with_the_same_tokens(dtype: torch.dtype) 
         "cu_num_draft_tokens": torch.arange(1, batch + 1, dtype=torch.int32) * drafts,
         "draft_probs": None,
         "temperature": torch.full((batch,), 0.8),
-        "top_k": torch.full((batch,), 10),
-        "top_p": torch.full((batch,), 0.9),
+        "top_k": torch.full((batch,), 10) if truncated else None,
+        "top_p": torch.full((batch,), 0.9) if truncated else None,
         "seed": 11,
     }
     gathered = verify_step(
@@ -203,9 +208,16 @@ def test_vllms_layout_is_read_in_place_with_the_same_tokens(dtype: torch.dtype) 
         **common,  # type: ignore[arg-type]
     )  # fmt: skip
     direct = verify_step(
-        in_layout,
+        in_layout.clone(),
         grid[:, :drafts].reshape(-1),
         grid[:, drafts],
         **common,  # type: ignore[arg-type]
     )
     assert direct.tolist() == gathered.tolist()
+    as_float32 = verify_step(
+        in_layout.float(),
+        grid[:, :drafts].reshape(-1),
+        grid[:, drafts],
+        **common,  # type: ignore[arg-type]
+    )
+    assert direct.tolist() == as_float32.tolist()
