@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -9,7 +12,7 @@ import torch
 from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
 from specproof.e2e.evaluation.chunk_intervals import chunk_tau
 from specproof.e2e.evaluation.measurements import mean_accepted_length
-from specproof.e2e.experiments.tau import TAU_FAMILY, tau_table
+from specproof.e2e.experiments.tau import DOCS_ROWS, TAU_FAMILY, tau_table, verdict_table
 from specproof.e2e.models.loading import SHIPPED_DIR, load_models
 
 
@@ -46,3 +49,30 @@ def test_accepted_totals_count_each_request_round_with_its_bonus_token() -> None
     result = DecodeResult(tokens=[[], []], rounds=rounds)
     assert result.accepted_totals == (3 + 1 + 5, 3)
     assert mean_accepted_length([result, DecodeResult([[]])]) == 9 / 3
+
+
+def test_docs_quote_the_committed_32_chunk_verdicts() -> None:
+    """docs/end_to_end.md's table of the shipped drafters' tau at 32 chunks is the one
+    verdict_table renders from benchmarks/tau_shipped_32_chunks.json."""
+    root = Path(__file__).resolve().parents[2]
+    result = json.loads((root / "benchmarks" / "tau_shipped_32_chunks.json").read_text())
+    assert all(row["dspark_minus_eagle"]["chunks"] == 32 for row in result["tau"].values())
+    assert verdict_table(result) in (root / "docs" / "end_to_end.md").read_text()
+
+
+def test_a_verdict_follows_holm_and_the_sign() -> None:
+    differences = dict(zip(DOCS_ROWS, (-0.5, 0.4, -0.1, 0.2, -0.3, 0.05), strict=True))
+    rejected = dict(zip(DOCS_ROWS, (True, True, False, False, True, True), strict=True))
+    result = {
+        "tau": {
+            key: {"dspark": 3.0, "eagle": 3.0 - d,
+                  "dspark_minus_eagle": {"difference": d, "interval_95": [d - 0.1, d + 0.1]}}
+            for key, d in differences.items()
+        },
+        "holm": {"adjusted": dict.fromkeys(DOCS_ROWS, 0.01), "rejected": rejected},
+    }  # fmt: skip
+    verdicts = [line.rsplit("|", 2)[1].strip() for line in verdict_table(result).splitlines()[2:]]
+    assert verdicts == [
+        "DSpark below", "DSpark above", "no difference shown", "no difference shown",
+        "DSpark below", "DSpark above",
+    ]  # fmt: skip

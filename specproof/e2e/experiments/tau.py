@@ -102,6 +102,35 @@ def tau_table(
     }
 
 
+DOCS_ROWS = ("code/T=1", "prose/T=1", "math/T=1", "code/T=0", "prose/T=0", "math/T=0")
+
+
+def verdict_table(result: dict[str, Any]) -> str:
+    """The markdown table docs/end_to_end.md quotes from a run's JSON: per row both taus, the
+    pooled difference, its t-interval, the Holm-adjusted p-value and the verdict at alpha."""
+    holm = result["holm"]
+    lines = [
+        "| domain / T | DSpark | EAGLE-3 | DSpark - EAGLE-3 (pooled) | 95 % t-interval "
+        "| Holm-adjusted p | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for key in DOCS_ROWS:
+        row = result["tau"][key]
+        difference = row["dspark_minus_eagle"]
+        low, high = difference["interval_95"]
+        if not holm["rejected"][key]:
+            verdict = "no difference shown"
+        else:
+            verdict = "DSpark below" if difference["difference"] < 0 else "DSpark above"
+        domain, temperature = key.split("/T=")
+        lines.append(
+            f"| {domain}, T = {temperature} | {row['dspark']:.2f} | {row['eagle']:.2f} "
+            f"| {difference['difference']:+.2f} | [{low:+.2f}, {high:+.2f}] "
+            f"| {holm['adjusted'][key]:.2g} | {verdict} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = OneLineParser(
         prog="python -m specproof.e2e.experiments.tau",
