@@ -256,8 +256,10 @@ def train_subword(session: nox.Session) -> None:
     (an untrained drafter, the most rounds). Extrapolated from those rates, not measured: the
     target's 8,000 steps take about 24 hours, the curves' training (3 drafters x 2 seeds x
     8,000 steps) about 72 hours, their 24 tau measurements (96 chunks each) at most 6.5 hours:
-    about 4 days in all. More threads (each command's ``--threads``) or an idle machine is
-    faster, by an amount not measured here."""
+    about 4 days in all. With two threads on an otherwise idle machine (``step_time --threads
+    2``, 2026-12-07): 6.98 s (target), 2.09 (DSpark), 2.46 (DFlash), 6.84 (EAGLE-3) per step,
+    which extrapolates to about 15.5 hours for the target and 51 for the curves' training:
+    about 2.8 days with the tau measurements."""
     install(session, "test,e2e")
     plan = session.posargs[0] if session.posargs else "full"
     if plan not in SUBWORD_OUTPUTS:
