@@ -8,6 +8,7 @@ import importlib
 from typing import Any
 
 import pytest
+from e2e.headline_results import headline_result
 from e2e.toy_models import toy_models
 
 from specproof.e2e.decoding.rounds import DecodeResult
@@ -117,28 +118,13 @@ def test_headline_section_marks_each_target_met_or_missed(
 ) -> None:
     entry = verdicts(1.0, toy_runs, 3)
     entry.update(chunks=4, load_before=[1.0, 1.0, 1.0], load_after=[2.0, 2.0, 2.0])
-    result = {
-        "command": "python -m specproof.e2e.experiments.headline",
-        "seconds": 1.0,
-        "weights": "toy",
-        "prompt_length": 4,
-        "new_tokens": 8,
-        "machine": {"threads": 1},
-        "loads": {"start": [1.0, 1.0, 1.0]},
-        "pilot_chunks": 2,
-        "chunks_used": 4,
-        "alpha": 0.05,
-        "power_at_chunks_used": 0.0,
-        "target_power": 0.8,
-        "win_share": 0.7,
-        "settings": {"prose/T=1": entry},
-        "pilot": {
-            "prose/T=1": {
-                "eagle_gamma": 3,
-                "eagle_median_ratio_to_target_by_gamma": {str(g): 1.0 for g in range(1, 8)},
-            }
-        },
+    pilot = {
+        "prose/T=1": {
+            "eagle_gamma": 3,
+            "eagle_median_ratio_to_target_by_gamma": {str(g): 1.0 for g in range(1, 8)},
+        }
     }
+    result = headline_result({"prose/T=1": entry}, pilot)
     row = next(
         line for line in headline_section(result, "x.json").splitlines() if "prose/T=1 |" in line
     )

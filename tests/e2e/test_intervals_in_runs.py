@@ -7,9 +7,10 @@ import math
 from typing import Any
 
 import pytest
+from e2e.headline_results import headline_result
 from e2e.toy_models import toy_models
 
-from specproof.e2e.data.corpora import load_corpora, prompt_starts, prompts_from
+from specproof.e2e.data.corpora import load_corpora, prompt_starts, prompts_from, split_prompts
 from specproof.e2e.decoding.rounds import DecodeResult
 from specproof.e2e.evaluation.comparisons import Setting
 from specproof.e2e.evaluation.paired_runs import interleaved
@@ -35,35 +36,28 @@ def test_prompt_starts_are_where_the_prompts_are_cut() -> None:
     assert prompts == [[int(b) for b in stream[s : s + 32]] for s in starts]
 
 
-def headline_result(toy_runs: dict[str, list[DecodeResult]]) -> dict[str, Any]:
+def test_split_prompts_are_prompts_from_with_their_starts() -> None:
+    """What the headline and the scheduler clocks decode and what they store as prompt ids
+    come from one cut: the prompts are prompts_from's, the ids recut them."""
+    corpora = load_corpora()
+    prompts, starts = split_prompts(corpora, "evaluation", 6, 32, 13)
+    for domain, corpus in corpora.items():
+        stream = corpus.stream("evaluation")
+        assert prompts[domain] == prompts_from(stream, 6, 32, 13)
+        assert prompts[domain] == [[int(b) for b in stream[s : s + 32]] for s in starts[domain]]
+
+
+def toy_headline_result(toy_runs: dict[str, list[DecodeResult]]) -> dict[str, Any]:
     settings = {}
     for key in ("prose/T=1", "math/T=1"):
         entry = headline.verdicts(1.0, toy_runs, 3)
         entry.update(chunks=4, load_before=[1.0, 1.0, 1.0], load_after=[2.0, 2.0, 2.0])
         settings[key] = entry
-    return {
-        "command": headline.PROG,
-        "interval": "t",
-        "holm": headline.holm_families(settings),
-        "seconds": 1.0,
-        "weights": "toy",
-        "prompt_length": 4,
-        "new_tokens": 8,
-        "machine": {"threads": 1},
-        "loads": {"start": [1.0, 1.0, 1.0]},
-        "pilot_chunks": 2,
-        "chunks_used": 4,
-        "alpha": 0.05,
-        "power_at_chunks_used": 0.0,
-        "target_power": 0.8,
-        "win_share": 0.7,
-        "settings": settings,
-        "pilot": {},
-    }
+    return headline_result(settings, {}, interval="t", holm=headline.holm_families(settings))
 
 
 def test_headline_t_tests_and_holm_families(toy_runs: dict[str, list[DecodeResult]]) -> None:
-    result = headline_result(toy_runs)
+    result = toy_headline_result(toy_runs)
     entry = result["settings"]["prose/T=1"]
     ratios = entry["dspark_over_eagle"]["by_chunk"]
     summary = entry["t_tests"]["dspark_over_eagle"]

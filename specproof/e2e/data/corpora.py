@@ -46,17 +46,21 @@ class Corpus:
     train: tuple[Document, ...]
     held_out: tuple[Document, ...]
 
-    def stream(self, split: str) -> np.ndarray:
-        """The split's documents joined by the separator byte, as uint8. Splits: ``train``,
-        ``held_out``, and its halves ``calibration`` (even-indexed held-out documents) and
-        ``evaluation`` (odd-indexed)."""
-        docs = {
+    def documents(self, split: str) -> tuple[Document, ...]:
+        """The split's documents: ``train``, ``held_out``, and its halves ``calibration``
+        (even-indexed held-out documents) and ``evaluation`` (odd-indexed)."""
+        return {
             "train": self.train,
             "held_out": self.held_out,
             "calibration": self.held_out[0::2],
             "evaluation": self.held_out[1::2],
         }[split]
-        joined = bytes([SEPARATOR]).join(d.data for d in docs)
+
+    def stream(self, split: str) -> np.ndarray:
+        """The split's documents joined by the separator byte, as uint8. Splits: ``train``,
+        ``held_out``, and its halves ``calibration`` (even-indexed held-out documents) and
+        ``evaluation`` (odd-indexed)."""
+        joined = bytes([SEPARATOR]).join(d.data for d in self.documents(split))
         return np.frombuffer(joined, dtype=np.uint8).copy()
 
     def sizes(self) -> dict[str, int]:
@@ -178,7 +182,22 @@ def prompts_from(
 ) -> list[list[int]]:
     """``count`` prompts of ``length`` tokens, each starting just after a line end, with no
     separator inside; deterministic in ``seed``."""
-    return [
-        [int(b) for b in stream[start : start + length]]
-        for start in prompt_starts(stream, count, length, seed, line_ends)
-    ]
+    return prompts_at(stream, prompt_starts(stream, count, length, seed, line_ends), length)
+
+
+def prompts_at(stream: np.ndarray, starts: list[int], length: int) -> list[list[int]]:
+    """The prompts of ``length`` tokens at ``starts`` (:func:`prompt_starts`) of ``stream``."""
+    return [[int(b) for b in stream[start : start + length]] for start in starts]
+
+
+def split_prompts(
+    corpora: dict[str, Corpus], split: str, count: int, length: int, seed: int
+) -> tuple[dict[str, list[list[int]]], dict[str, list[int]]]:
+    """Per domain, ``count`` prompts of the split (:func:`prompts_from`) and their start
+    offsets, which a result stores so the prompts can be cut again."""
+    prompts, starts = {}, {}
+    for domain, corpus in corpora.items():
+        stream = corpus.stream(split)
+        starts[domain] = prompt_starts(stream, count, length, seed)
+        prompts[domain] = prompts_at(stream, starts[domain], length)
+    return prompts, starts

@@ -112,12 +112,7 @@ class SubwordTokenizer:
     def stream(self, corpus: Corpus, split: str) -> np.ndarray:
         """The split's documents as int32 token ids, joined by the separator token (the
         sub-word twin of :meth:`Corpus.stream`; splits as there)."""
-        docs = {
-            "train": corpus.train,
-            "held_out": corpus.held_out,
-            "calibration": corpus.held_out[0::2],
-            "evaluation": corpus.held_out[1::2],
-        }[split]
+        docs = corpus.documents(split)
         os.environ.setdefault("RAYON_NUM_THREADS", "1")
         encoded = self.tokenizer.encode_batch([d.data.decode("utf-8") for d in docs])
         ids: list[int] = []

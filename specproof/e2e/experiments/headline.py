@@ -53,7 +53,7 @@ from specproof.stats.sizing import (
 )
 
 from ..arguments import integer_at_least, loaded, number_in
-from ..data.corpora import load_corpora, prompt_starts, prompts_from
+from ..data.corpora import load_corpora, prompts_from, split_prompts
 from ..decoding.rounds import DecodeResult
 from ..evaluation.chunk_intervals import RATIO_INTERVAL, holm_family, log_ratio_summary
 from ..evaluation.comparisons import Setting, speculative_decoder, target_decoder, with_gamma
@@ -256,18 +256,14 @@ def headline(
     planned = chunks if chunks is not None else chunks_for_power(ALPHA, WIN_SHARE, POWER)
     corpora = load_corpora()
     length = SHIPPED.prompt_length
-    pilot_prompts = {
-        k: prompts_from(c.stream("calibration"), pilot_chunks, length, seed + 11)
-        for k, c in corpora.items()
-    }
+    pilot_prompts, pilot_ids = split_prompts(
+        corpora, "calibration", pilot_chunks, length, seed + 11
+    )
     sts_prompts = {
         k: prompts_from(c.stream("calibration"), STS_PROMPTS, length, seed + 12)
         for k, c in corpora.items()
     }
-    main_prompts = {
-        k: prompts_from(c.stream("evaluation"), planned, length, seed + 13)
-        for k, c in corpora.items()
-    }
+    main_prompts, main_ids = split_prompts(corpora, "evaluation", planned, length, seed + 13)
     setting = Setting(new_tokens, FAST_VERIFY)
     sts_fits = fit_sts_by_temperature(models, setting, sts_prompts, 4, seed + 100)
     profile = profile_batches(
@@ -358,24 +354,8 @@ def headline(
         "interval": RATIO_INTERVAL + "; medians with order-statistic intervals beside it",
         "holm": holm_families(settings),
         "prompt_ids": {
-            "pilot": {
-                k: {
-                    "split": "calibration",
-                    "starts": prompt_starts(
-                        c.stream("calibration"), pilot_chunks, length, seed + 11
-                    ),
-                }
-                for k, c in corpora.items()
-            },
-            "main": {
-                k: {
-                    "split": "evaluation",
-                    "starts": prompt_starts(c.stream("evaluation"), planned, length, seed + 13)[
-                        :used
-                    ],
-                }
-                for k, c in corpora.items()
-            },
+            "pilot": {k: {"split": "calibration", "starts": s} for k, s in pilot_ids.items()},
+            "main": {k: {"split": "evaluation", "starts": s[:used]} for k, s in main_ids.items()},
             "disjoint": "calibration = even-indexed held-out documents, evaluation = odd-indexed",
         },
         "weights": models.source,

@@ -64,7 +64,7 @@ from specproof.stats.sizing import (
 )
 
 from ..arguments import integer_at_least, loaded, number_in
-from ..data.corpora import load_corpora, prompt_starts, prompts_from
+from ..data.corpora import load_corpora, prompts_from, split_prompts
 from ..decoding.rounds import DecodeResult
 from ..decoding.schedules import PerPositionThreshold
 from ..evaluation.calibration import fit_sts
@@ -529,22 +529,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     corpora = load_corpora()
     length = SHIPPED.prompt_length
     most = max(args.batches)
-    calibration = {
-        k: prompts_from(c.stream("calibration"), most * args.sweep_chunks, length, args.seed + 3)
-        for k, c in corpora.items()
-    }
-    evaluation = {
-        k: prompts_from(c.stream("evaluation"), most * args.chunks, length, args.seed + 4)
-        for k, c in corpora.items()
-    }
-    calibration_ids = {
-        k: prompt_starts(c.stream("calibration"), most * args.sweep_chunks, length, args.seed + 3)
-        for k, c in corpora.items()
-    }
-    evaluation_ids = {
-        k: prompt_starts(c.stream("evaluation"), most * args.chunks, length, args.seed + 4)
-        for k, c in corpora.items()
-    }
+    calibration, calibration_ids = split_prompts(
+        corpora, "calibration", most * args.sweep_chunks, length, args.seed + 3
+    )
+    evaluation, evaluation_ids = split_prompts(
+        corpora, "evaluation", most * args.chunks, length, args.seed + 4
+    )
     sts_prompts = {
         k: prompts_from(c.stream("calibration"), 16, length, args.seed + 5)
         for k, c in corpora.items()
