@@ -225,6 +225,8 @@ SUBWORD = SubwordPlan(
 )
 """The full sub-word configuration (``nox -s train-subword``)."""
 
+_SMOKE_DSPARK = replace(_SUBWORD_DSPARK, gamma=3, n_heads=2, d_ff=64, rank=16)
+
 SUBWORD_SMOKE = SubwordPlan(
     target=TargetConfig(
         vocab=SUBWORD_VOCAB,
@@ -235,8 +237,8 @@ SUBWORD_SMOKE = SubwordPlan(
         max_len=48,
         feature_layers=(0, 1),
     ),
-    dspark=replace(_SUBWORD_DSPARK, gamma=3, n_heads=2, d_ff=64, rank=16),
-    dflash=replace(_SUBWORD_DSPARK, gamma=3, n_heads=2, d_ff=64, rank=16, head="none"),
+    dspark=_SMOKE_DSPARK,
+    dflash=replace(_SMOKE_DSPARK, head="none"),
     eagle=EagleConfig(gamma=3, n_heads=2, d_ff=64),
     target_steps=20,
     target_batch=4,
