@@ -6,7 +6,11 @@ specproof audit    run your own verifier or scheduler against exact laws (see
                    `specproof audit --help`)
 specproof audit-engine
                    run a whole generate loop (HF transformers' assisted generation, or your
-                   own) against the target's law (see `specproof audit-engine --help`)
+                   own) against the target's law (see `specproof audit-engine --help`);
+                   `specproof audit-engine ENGINE --model PATH` audits an installed engine in
+                   place on your model (see `specproof audit-engine ENGINE --help`)
+specproof engines  list the engines the audit knows, what each drafts with, and whether it is
+                   installed here
 specproof golden   write the golden law vectors of chain verification and their JSON Schema
 specproof parity-report
                    audit a verifier or an engine and write report.md with plots for a pull
@@ -96,6 +100,7 @@ def _run(argv: list[str]) -> int:
         help="audit a whole generate loop (see `specproof audit-engine --help`)",
         add_help=False,
     )
+    commands.add_parser("engines", help="the engines the audit knows", add_help=False)
     commands.add_parser("golden", help="write the golden law vectors", add_help=False)
     commands.add_parser(
         "parity-report", help="write a parity report for a pull request", add_help=False
@@ -108,6 +113,14 @@ def _run(argv: list[str]) -> int:
         from specproof.parity.cli import main as parity_main
 
         return int(parity_main(argv[1:]))
+    if argv and argv[0] == "engines":
+        from specproof.engines_command import list_main
+
+        return list_main(argv[1:])
+    if argv and argv[0] == "audit-engine" and len(argv) > 1 and not argv[1].startswith("-"):
+        from specproof.engines_command import audit_main
+
+        return audit_main(argv[1:])
     if argv and argv[0] == "audit-engine":
         from specproof.audit.engine.cli import main as engine_main
 

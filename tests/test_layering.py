@@ -25,13 +25,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("command rules", ("specproof.command_rules", "specproof.sections", "specproof.callables")),
     ("statistics", ("specproof.stats",)),
     ("audit machinery", ("specproof.audit",)),
+    ("models", ("specproof.models",)),
     ("end to end", ("specproof.e2e",)),
     ("subjects", ("specproof.subjects",)),
     ("adapters", ("specproof.adapters",)),
     ("tables", ("specproof.tables",)),
     ("forms for engine CI", ("specproof.golden", "specproof.parity", "specproof.testing")),
     ("commands", ("specproof.cli", "specproof.matrix", "specproof.audit.cli",
-                  "specproof.audit.engine.cli", "specproof.__init__")),
+                  "specproof.audit.engine.cli", "specproof.engines_command",
+                  "specproof.__init__")),
 ]  # fmt: skip
 """Lowest first. A prefix names a module or a package; the longest matching prefix decides."""
 

@@ -15,9 +15,10 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from specproof.adapters.run_plan import RunPlan
 from specproof.audit.engine.subject import Engine
 from specproof.audit.report import AuditReport, CaseResult
-from specproof.subjects.real_models import VOCAB
+from specproof.models import AuditModel
 
 GAP_SEQUENCES = 32
 GAP_LENGTH = 16
@@ -49,11 +50,19 @@ class Configuration(Protocol):
 
 
 def gap_sequences(
-    count: int = GAP_SEQUENCES, length: int = GAP_LENGTH, seed: int = 0
+    model: AuditModel, count: int = GAP_SEQUENCES, length: int = GAP_LENGTH, seed: int = 0
 ) -> list[list[int]]:
-    """Random token sequences on which the engine's logits are compared with HF's."""
+    """Token sequences on which the engine's logits are compared with HF's: uniform over the
+    vocabulary for a vocabulary of at most 64 ids (every id is seen), otherwise the audited
+    prompt followed by random ids (a real model's logits on realistic positions as well as
+    on noise)."""
     rng = np.random.default_rng(seed)
-    return [[int(t) for t in rng.integers(0, VOCAB, length)] for _ in range(count)]
+    if model.vocab <= 64:
+        return [[int(t) for t in rng.integers(0, model.vocab, length)] for _ in range(count)]
+    return [
+        [*model.prompt, *(int(t) for t in rng.integers(0, model.vocab, length))]
+        for _ in range(count)
+    ]
 
 
 def logit_gap(
@@ -108,16 +117,19 @@ def entry(
     configuration: str,
     report: AuditReport,
     *,
+    model: str,
     kind: str = "engine",
     control: str = "",
     settings: Mapping[str, Any] | None = None,
     coverage: str = "",
     seconds: float | None = None,
 ) -> dict[str, Any]:
-    """One configuration's record: the report's rows and what the table shows of them."""
+    """One configuration's record: the report's rows and what the table shows of them;
+    ``model``: the audited model's name."""
     return {
         "engine": engine,
         "version": version,
+        "model": model,
         "configuration": configuration,
         "kind": kind,
         "control": control,
@@ -134,9 +146,10 @@ def audit_beside_hf(
     version: str,
     config: Configuration,
     build: Callable[[], Engine],
-    gap: tuple[float, float],
-    runs: int | None,
+    gap: tuple[float, float] | None,
+    plan: RunPlan,
     out: Path,
+    model: AuditModel,
     prompt: object = None,
     notes: Callable[[], list[str]] | None = None,
     coverage_text_of: Callable[[], str] | None = None,
@@ -145,24 +158,28 @@ def audit_beside_hf(
     ``out`` and print the report; ``prompt``: how the entry shows the prompt (the
     configuration's own by default); ``notes``: the engine's own notes, read after the audit
     (counters it kept while running); ``coverage_text_of``: the coverage column for an engine
-    whose runs carry no rounds (what it traced instead)."""
+    whose runs carry no rounds (what it traced instead); ``gap`` None: the engine is HF itself,
+    which computes the law too."""
     from specproof.audit.engine.audit import audit_engine
     from specproof.audit.run import DEFAULT_TOLERANCE, progress_bar
 
-    gap_logit, gap_tv = gap
+    gap_logit, gap_tv = gap if gap is not None else (0.0, 0.0)
     # A row of N tokens can differ by up to N times the per-row gap; the exact row has N = 2.
     tolerance = max(DEFAULT_TOLERANCE, 2 * gap_tv)
     started = time.perf_counter()
     engine = build()
     startup = time.perf_counter() - started
     report = audit_engine(
-        engine, num_new_tokens=config.tokens, runs=runs, tolerance=tolerance, bars=progress_bar()
-    )
-    report.notes.append(
-        f"{engine_name} vs HF on the same weights: max |logit gap| {gap_logit:.2e}, max row TV "
-        f"{gap_tv:.2e} ({GAP_SEQUENCES} random sequences of {GAP_LENGTH}); "
-        f"--tolerance {tolerance:.2e}"
-    )
+        engine, num_new_tokens=config.tokens, runs=plan.runs, delta=plan.delta,
+        tolerance=tolerance, bars=progress_bar(),
+    )  # fmt: skip
+    if gap is not None:
+        report.notes.append(
+            f"{engine_name} vs HF on the same weights: max |logit gap| {gap_logit:.2e}, max "
+            f"row TV {gap_tv:.2e} ({GAP_SEQUENCES} random sequences of {GAP_LENGTH}); "
+            f"--tolerance {tolerance:.2e}"
+        )
+    report.notes += [f"model {model.name}: {note}" for note in model.notes]
     report.notes += notes() if notes else []
     coverage = next((r for r in report.results if r.check == "coverage"), None)
     if coverage is None or config.drafter == "none":
@@ -174,14 +191,14 @@ def audit_beside_hf(
         version,
         config.name,
         report,
+        model=model.name,
         control=config.control,
         settings={
             "sampling": config.sampling_label,
             "drafter": config.label,
             "tokens": config.tokens,
             "prompt": list(config.prompt) if prompt is None else prompt,
-            "logit_gap": gap_logit,
-            "row_tv_gap": gap_tv,
+            **({"logit_gap": gap_logit, "row_tv_gap": gap_tv} if gap is not None else {}),
             "tolerance": tolerance,
             "startup_seconds": round(startup, 1),
         },

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from specproof.audit.engine.subject import Emission, Engine, GenerateMany, TargetProbs
-from specproof.subjects.real_models import PROMPT
 
 DRAFTER_LABELS = {
     "none": "no draft",
@@ -33,7 +32,8 @@ class SpeculativeConfig:
     sampling_label: str
     control: str = ""
     tokens: int = 5
-    prompt: tuple[int, ...] = PROMPT
+    prompt: tuple[int, ...] = ()
+    """The audited prompt (every configuration built here is given its setting's)."""
 
     @property
     def label(self) -> str:

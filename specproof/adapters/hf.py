@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -30,12 +31,24 @@ ASSISTANT_KEYS = (
 kwargs: :func:`hf_engine` sets them there."""
 HF_DEFAULT_DRAFT = 20
 """transformers' default num_assistant_tokens."""
-ENGINE_KEYS = ("assistant_ensemble_weight", "use_mtp", "speculation_type")
+ENGINE_KEYS = (
+    "assistant_ensemble_weight",
+    "use_mtp",
+    "speculation_type",
+    "prompt_lookup_num_tokens",
+)
 """generate kwargs that choose how the engine drafts or verifies, not the law it claims to
 sample: passed to ``generate``, never to the target's law (``assistant_ensemble_weight`` is
 transformers' own biased verification, which the audit must catch, not model)."""
 
 Rounds = list[tuple[int, int]]
+
+
+def load_hf(folder: Path) -> Any:
+    """The causal LM saved in ``folder`` as HF transformers runs it: float32, eval mode."""
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
 
 
 def processors_for(kwargs: Mapping[str, Any]) -> Any:
@@ -154,8 +167,8 @@ def hf_engine(
     name: str = "hf",
 ) -> Engine:
     """The engine ``target.generate(..., assistant_model=assistant, **kwargs)``; with
-    ``assistant=None`` the target alone (the control), or drafting with its own MTP head when
-    ``kwargs`` has ``use_mtp=True``."""
+    ``assistant=None`` the target alone (the control), drafting with its own MTP head when
+    ``kwargs`` has ``use_mtp=True``, or by prompt lookup with ``prompt_lookup_num_tokens``."""
     kwargs = dict(kwargs)
     settings = {key: kwargs.pop(key) for key in ASSISTANT_KEYS if key in kwargs}
     if assistant is not None:
@@ -167,7 +180,11 @@ def hf_engine(
         target, {key: value for key, value in kwargs.items() if key not in ENGINE_KEYS}
     )
     rounds: Rounds = []
-    speculating = assistant is not None or bool(kwargs.get("use_mtp"))
+    speculating = (
+        assistant is not None
+        or bool(kwargs.get("use_mtp"))
+        or bool(kwargs.get("prompt_lookup_num_tokens"))
+    )
     if speculating:
         instrument(target, rounds)
 
@@ -200,10 +217,13 @@ def hf_engine(
 
 
 def longest_draft(target: Any, assistant: Any | None, kwargs: Mapping[str, Any]) -> int:
-    """The most tokens one round drafts: one per MTP layer; a DFlash block less its anchor;
-    the assistant's ``num_assistant_tokens`` otherwise."""
+    """The most tokens one round drafts: one per MTP layer; prompt lookup's
+    ``prompt_lookup_num_tokens``; a DFlash block less its anchor; the assistant's
+    ``num_assistant_tokens`` otherwise."""
     if kwargs.get("use_mtp"):
         return int(target.config.get_text_config().num_mtp_layers)
+    if kwargs.get("prompt_lookup_num_tokens"):
+        return int(kwargs["prompt_lookup_num_tokens"])
     if assistant is None:
         raise ValueError("no assistant model and no use_mtp: nothing drafts")
     if kwargs.get("speculation_type") == "dflash":

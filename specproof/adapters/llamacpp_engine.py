@@ -1,6 +1,6 @@
 """llama.cpp (llama-cpp-python) as an audited engine (run in the ``audit-llamacpp`` venv).
 
-The tiny target and draft of :mod:`.real_models` are converted to float32 GGUF with the
+The audited model's target and draft are converted to float32 GGUF with the
 converter vendored in llama-cpp-python's source distribution (the tokenizer, made here, has no
 known pre-tokenizer hash, so the converter is told "default"; the audit hands llama.cpp token
 ids and never tokenizes text). One run is ``Llama.generate(prompt, ...)`` after ``set_seed``,
@@ -31,13 +31,18 @@ import numpy as np
 import torch
 
 from specproof.adapters.beside_hf import audit_beside_hf, gap_sequences, logit_gap
+from specproof.adapters.hf import load_hf
+from specproof.adapters.run_plan import RunPlan
 from specproof.audit.engine.subject import Emission, Engine, TargetProbs
-from specproof.subjects.real_models import LOOKUP_PROMPT, PROMPT, ModelPaths, load_target
+from specproof.models import AuditModel
 
 VERSION = "0.3.36"
 N_CTX = 64
 T1 = {"temp": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0}
 TRUNCATED = {"temp": 1.0, "top_k": 5, "top_p": 0.9, "min_p": 0.05, "repeat_penalty": 1.3}
+GREEDY = {**T1, "temp": 0.0}
+"""llama-cpp-python's greedy sampler (temperature 0)."""
+GREEDY_TOKENS = 8
 SAMPLING_KEYS = ("temp", "top_k", "top_p", "min_p", "repeat_penalty")
 CONVERTER_PARTS = ("convert_hf_to_gguf.py", "conversion", "gguf-py")
 
@@ -51,7 +56,7 @@ class LlamaCppConfig:
     sampling_label: str
     control: str = ""
     tokens: int = 5
-    prompt: tuple[int, ...] = PROMPT
+    prompt: tuple[int, ...] = ()
 
     @property
     def label(self) -> str:
@@ -59,33 +64,40 @@ class LlamaCppConfig:
             self.drafter, f"draft model k={self.k}"
         )
 
+    @property
+    def greedy(self) -> bool:
+        return float(self.sampling["temp"]) == 0.0
 
-def configurations() -> list[LlamaCppConfig]:
+
+def configurations(model: AuditModel) -> list[LlamaCppConfig]:
     """Every audited configuration, each control first; a control and the configurations
     compared with it share one prompt (at T = 1 the one after which prompt lookup's drafts
-    are accepted in full, :data:`LOOKUP_PROMPT`)."""
+    are accepted in full, the model's lookup prompt)."""
     out = []
     for tag, sampling, label, prompt in (
-        ("T=1", T1, "T = 1", LOOKUP_PROMPT),
+        ("T=1", T1, "T = 1", model.lookup),
         ("truncated", TRUNCATED, "top-k 5, top-p 0.9, min-p 0.05, repetition penalty 1.3",
-         PROMPT),
+         model.prompt),
+        ("greedy", GREEDY, "greedy (temperature 0)", model.prompt),
     ):  # fmt: skip
         control = f"{tag} no draft"
-        out.append(LlamaCppConfig(control, "none", 0, sampling, label, prompt=prompt))
+        tokens = GREEDY_TOKENS if sampling is GREEDY else 5
+        out.append(LlamaCppConfig(control, "none", 0, sampling, label, tokens=tokens,
+                                  prompt=prompt))  # fmt: skip
         for drafter, name in (("lookup", "prompt lookup"), ("draft", "draft model")):
             out.append(
                 LlamaCppConfig(
-                    f"{tag} {name} k=3", drafter, 3, sampling, label, control, prompt=prompt
+                    f"{tag} {name} k=3", drafter, 3, sampling, label, control, tokens, prompt
                 )
             )
     return out
 
 
-def by_name(name: str) -> LlamaCppConfig:
-    for config in configurations():
+def by_name(name: str, model: AuditModel) -> LlamaCppConfig:
+    for config in configurations(model):
         if config.name == name:
             return config
-    known = ", ".join(c.name for c in configurations())
+    known = ", ".join(c.name for c in configurations(model))
     raise KeyError(f"no llama.cpp configuration {name!r}; known: {known}")
 
 
@@ -120,7 +132,8 @@ def chain_probs(logits: torch.Tensor, sampling: Mapping[str, float]) -> torch.Te
     if min_p > 0.0:
         probs = torch.softmax(scores, -1)
         scores = torch.where(probs < min_p * probs.max(), -torch.inf, scores)
-    return torch.softmax(scores / float(sampling["temp"]), -1)
+    temp = float(sampling["temp"])
+    return torch.softmax(scores / (temp if temp > 0 else 1.0), -1)  # greedy: the argmax's row
 
 
 def llamacpp_target_probs(
@@ -198,7 +211,7 @@ convert_hf_to_gguf.main()
 
 def to_gguf(model: Path, converter: Path, out: Path | None = None, outtype: str = "f32") -> Path:
     """``model`` (an HF folder) as GGUF at ``out`` (default: beside it), weights ``outtype``."""
-    out = out or model.with_suffix(".gguf")
+    out = out or model.parent / f"{model.name}.gguf"
     script = CONVERT.format(folder=str(converter), gguf=str(converter / "gguf-py"),
                             model=str(model), out=str(out), outtype=outtype)  # fmt: skip
     subprocess.run([sys.executable, "-c", script], check=True)
@@ -304,13 +317,14 @@ def llama_logits(llama: Any) -> Callable[[list[int]], torch.Tensor]:
     return logits
 
 
-def llamacpp_engine(config: LlamaCppConfig, paths: ModelPaths, ggufs: ModelPaths) -> Engine:
+def llamacpp_engine(config: LlamaCppConfig, model: AuditModel, ggufs: Mapping[str, Path]) -> Engine:
+    """``ggufs``: the GGUF of the target ("target") and of the drafter ("draft")."""
     traced: DraftLlama | None = None
     if config.drafter == "draft":
-        traced = DraftLlama(open_llama(ggufs.draft), config.k)
+        traced = DraftLlama(open_llama(ggufs["draft"]), config.k)
     elif config.drafter == "lookup":
         traced = TracedLookup(config.k)
-    llama = open_llama(ggufs.target, as_llama_draft(traced) if traced else None)
+    llama = open_llama(ggufs["target"], as_llama_draft(traced) if traced else None)
     sampling = {key: config.sampling[key] for key in SAMPLING_KEYS}
 
     def generate(prompt: Sequence[int], num_new_tokens: int, seed: int) -> Emission:
@@ -327,13 +341,14 @@ def llamacpp_engine(config: LlamaCppConfig, paths: ModelPaths, ggufs: ModelPaths
         rounds = tuple(traced.rounds) if traced else ()
         return Emission(tuple(tokens), rounds)
 
-    target = load_target(paths.target)
+    target = load_hf(model.target)
     return Engine(
         name=config.name,
         generate=generate,
         target_probs=llamacpp_target_probs(target, config.sampling, len(config.prompt)),
         prompt=config.prompt,
         eos=None,
+        greedy=config.greedy,
         max_draft=config.k or None,
     )
 
@@ -344,17 +359,21 @@ def installed_version() -> str:
     return str(llama_cpp.__version__)
 
 
-def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> None:
+def gguf_of(folder: Path, converter: Path) -> Path:
+    """``folder``'s float32 GGUF beside it, converted once."""
+    gguf = folder.parent / f"{folder.name}.gguf"
+    return gguf if gguf.exists() else to_gguf(folder, converter, gguf)
+
+
+def run_configuration(name: str, model: AuditModel, plan: RunPlan, out: Path) -> None:
     """Audit one llama.cpp configuration in this process; write its entry to ``out``."""
-    config = by_name(name)
-    paths = ModelPaths(models / "target", models / "draft")
+    config = by_name(name, model)
     converter = converter_folder(Path(sys.prefix) / "share" / "specproof")  # kept with the venv
-    ggufs = ModelPaths(
-        *(p.with_suffix(".gguf") if p.with_suffix(".gguf").exists() else to_gguf(p, converter)
-          for p in (paths.target, paths.draft))
-    )  # fmt: skip
-    gap = logit_gap(llama_logits(open_llama(ggufs.target)), load_target(paths.target),
-                    gap_sequences())  # fmt: skip
+    ggufs = {"target": gguf_of(model.target, converter)}
+    if config.drafter == "draft":
+        ggufs["draft"] = gguf_of(model.drafter("draft"), converter)
+    gap = logit_gap(llama_logits(open_llama(ggufs["target"])), load_hf(model.target),
+                    gap_sequences(model))  # fmt: skip
     version = f"(llama-cpp-python {installed_version()})"
-    build = partial(llamacpp_engine, config, paths, ggufs)
-    audit_beside_hf("llama.cpp", version, config, build, gap, runs, out)
+    build = partial(llamacpp_engine, config, model, ggufs)
+    audit_beside_hf("llama.cpp", version, config, build, gap, plan, out, model)

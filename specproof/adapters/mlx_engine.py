@@ -1,6 +1,6 @@
 """mlx-lm as an audited engine (run in the ``audit-mlx`` venv, mlx's CPU backend).
 
-mlx-lm loads the tiny target and draft of :mod:`.real_models` straight from their HF folders
+mlx-lm loads the audited model's target and draft straight from their HF folders
 (``mlx_lm.utils.load_model``; float32 safetensors, no conversion). One run is
 ``mx.random.seed(seed)`` then ``generate_step`` (the control) or ``speculative_generate_step``
 (a draft model proposing ``k`` tokens), stopped after ``num_new_tokens`` tokens; EOS is an
@@ -34,8 +34,10 @@ from specproof.adapters.beside_hf import (
     logit_gap,
     prompt_shown,
 )
+from specproof.adapters.hf import load_hf
+from specproof.adapters.run_plan import RunPlan
 from specproof.audit.engine.subject import Emission, Engine, TargetProbs
-from specproof.subjects.real_models import PROMPT, ModelPaths, load_target
+from specproof.models import AuditModel
 
 VERSION = "0.32.2"
 PENALTY_CONTEXT = 20
@@ -50,12 +52,6 @@ GREEDY_TOKENS = 8
 K = 3
 LAST_TOKEN_LAW = "law penalising only the prompt's last token"
 WHOLE_PROMPT = "processors handed the whole prompt"
-PENALTY_PROMPT = (4, 5, 4, 5, 4, 5, 4, 5)
-"""A repeated 2-cycle of tokens the target favours, for the repetition-penalty runs: the
-penalty over the whole prompt moves the first token's law by TV 0.17 from the law with only
-the prompt's last token penalised (HF on these weights; after :data:`PROMPT` the shift is
-0.03, under the audit's delta of 0.1), so a run that leaves prompt tokens out of the
-penalty's context shows at the audit's delta."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +63,7 @@ class MlxConfig:
     sampling_label: str
     control: str = ""
     tokens: int = 5
-    prompt: tuple[int, ...] = PROMPT
+    prompt: tuple[int, ...] = ()
     localise: str = ""
     """"" as shipped; :data:`LAST_TOKEN_LAW` tests the engine against the law with only the
     prompt's last token in the penalty's context; :data:`WHOLE_PROMPT` hands the engine's
@@ -84,22 +80,25 @@ class MlxConfig:
         return float(self.sampling["temp"]) == 0.0
 
 
-SETTINGS = (
-    ("T=1", T1, "T = 1", PROMPT),
-    ("truncated", TRUNCATED, "top-p 0.9, min-p 0.05, top-k 5", PROMPT),
-    ("penalty", PENALISED, f"T = 1, repetition penalty 1.3 over the last {PENALTY_CONTEXT} tokens",
-     PENALTY_PROMPT),
-    ("greedy", GREEDY, "greedy (temp 0)", PROMPT),
-)  # fmt: skip
+def settings(model: AuditModel) -> list[tuple[str, Mapping[str, float], str, tuple[int, ...]]]:
+    """(tag, sampling, label, prompt) of each setting; the penalty runs after the model's
+    penalty prompt, whose repeated tokens make the penalty move the law."""
+    return [
+        ("T=1", T1, "T = 1", model.prompt),
+        ("truncated", TRUNCATED, "top-p 0.9, min-p 0.05, top-k 5", model.prompt),
+        ("penalty", PENALISED,
+         f"T = 1, repetition penalty 1.3 over the last {PENALTY_CONTEXT} tokens", model.penalty),
+        ("greedy", GREEDY, "greedy (temp 0)", model.prompt),
+    ]  # fmt: skip
 
 
-def configurations() -> list[MlxConfig]:
+def configurations(model: AuditModel) -> list[MlxConfig]:
     """Every audited configuration, each control first (the same sampling, speculation off):
     the draft model at k = 3 everywhere, and at T = 1 also the target drafting for itself
     (every draft then has the target's law: the most drafts accepted); with the repetition
     penalty two localising twins (:attr:`MlxConfig.localise`)."""
     out = []
-    for tag, sampling, label, prompt in SETTINGS:
+    for tag, sampling, label, prompt in settings(model):
         tokens = GREEDY_TOKENS if sampling is GREEDY else 5
         control = f"{tag} no draft"
         out.append(MlxConfig(control, "none", 0, sampling, label, tokens=tokens, prompt=prompt))
@@ -116,11 +115,11 @@ def configurations() -> list[MlxConfig]:
     return out
 
 
-def by_name(name: str) -> MlxConfig:
-    for config in configurations():
+def by_name(name: str, model: AuditModel) -> MlxConfig:
+    for config in configurations(model):
         if config.name == name:
             return config
-    known = ", ".join(c.name for c in configurations())
+    known = ", ".join(c.name for c in configurations(model))
     raise KeyError(f"no mlx-lm configuration {name!r}; known: {known}")
 
 
@@ -248,18 +247,14 @@ def mlx_logits(model: Any) -> Callable[[list[int]], torch.Tensor]:
     return logits
 
 
-def mlx_engine(config: MlxConfig, paths: ModelPaths) -> Engine:
+def mlx_engine(config: MlxConfig, model_files: AuditModel) -> Engine:
     import mlx.core as mx
     from mlx_lm.generate import generate_step, speculative_generate_step
     from mlx_lm.sample_utils import make_logits_processors, make_sampler
 
-    model = load_mlx(paths.target)
+    model = load_mlx(model_files.target)
     # The target drafting for itself is a second copy of it (the same weights).
-    draft = (
-        None
-        if config.drafter == "none"
-        else load_mlx(paths.target if config.drafter == "target" else paths.draft)
-    )
+    draft = None if config.drafter == "none" else load_mlx(model_files.drafter(config.drafter))
     sampler = make_sampler(**sampler_kwargs(config.sampling))
     processors = make_logits_processors(**processor_kwargs(config.sampling)) or None
     if processors and config.localise == WHOLE_PROMPT:
@@ -286,7 +281,7 @@ def mlx_engine(config: MlxConfig, paths: ModelPaths) -> Engine:
         rounds = rounds_from_flags(flags, config.k, num_new_tokens) if draft is not None else ()
         return Emission(tuple(tokens), rounds)
 
-    target = load_target(paths.target)
+    target = load_hf(model_files.target)
     skip = len(config.prompt) - 1 if config.localise == LAST_TOKEN_LAW else 0
     return Engine(
         name=config.name,
@@ -306,12 +301,11 @@ def installed_version() -> str:
     return f"{mlx_lm.__version__} (mlx {mx.__version__}, CPU)"
 
 
-def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> None:
+def run_configuration(name: str, model: AuditModel, plan: RunPlan, out: Path) -> None:
     """Audit one mlx-lm configuration in this process; write its entry to ``out``."""
-    config = by_name(name)
-    paths = ModelPaths(models / "target", models / "draft")
-    gap = logit_gap(mlx_logits(load_mlx(paths.target)), load_target(paths.target),
-                    gap_sequences())  # fmt: skip
+    config = by_name(name, model)
+    gap = logit_gap(mlx_logits(load_mlx(model.target)), load_hf(model.target),
+                    gap_sequences(model))  # fmt: skip
     prompt = prompt_shown(config.prompt, config.greedy)
-    build = partial(mlx_engine, config, paths)
-    audit_beside_hf("mlx-lm", installed_version(), config, build, gap, runs, out, prompt)
+    build = partial(mlx_engine, config, model)
+    audit_beside_hf("mlx-lm", installed_version(), config, build, gap, plan, out, model, prompt)

@@ -43,13 +43,16 @@ from specproof.adapters.beside_hf import (
     prompt_shown,
 )
 from specproof.adapters.configurations import (
+    Setting,
     SpeculativeConfig,
     batched_engine,
     build_configurations,
     configuration_named,
 )
+from specproof.adapters.hf import load_hf
+from specproof.adapters.run_plan import RunPlan
 from specproof.audit.engine.subject import Emission, Engine, TargetProbs
-from specproof.subjects.real_models import LOOKUP_PROMPT, PROMPT, ModelPaths, load_target
+from specproof.models import AuditModel, ModelPaths
 
 VERSION = "2026.4.1.0"
 K = 3
@@ -62,27 +65,29 @@ BATCH = 512
 """Requests per ``generate`` call (the audit's default batch)."""
 
 
-SETTINGS = (
-    ("T=1", T1, "T = 1", LOOKUP_PROMPT),
-    ("truncated", TRUNCATED, "top-k 5, min-p 0.05, top-p 0.9", PROMPT),
-    ("greedy", GREEDY, "greedy (do_sample off)", PROMPT),
-)
-"""At T = 1 the prompt after which prompt lookup's drafts are accepted in full now and then
-(:data:`.real_models.LOOKUP_PROMPT`)."""
+def settings(model: AuditModel) -> list[Setting]:
+    """At T = 1 the model's lookup prompt, after which prompt lookup's drafts are accepted in
+    full now and then."""
+    return [
+        ("T=1", T1, "T = 1", model.lookup),
+        ("truncated", TRUNCATED, "top-k 5, min-p 0.05, top-p 0.9", model.prompt),
+        ("greedy", GREEDY, "greedy (do_sample off)", model.prompt),
+    ]
 
 
-def configurations() -> list[SpeculativeConfig]:
+def configurations(model: AuditModel) -> list[SpeculativeConfig]:
     """Every audited configuration, each control first (the same sampling and prompt,
     speculation off): the draft model and prompt lookup, both at k = 3, in every setting; at
     T = 1 also the target drafting for itself (a second copy of its weights: every draft then
     has the target's law, so a correct verifier accepts every draft and the law cannot move)."""
     return build_configurations(
-        SETTINGS, ("draft", "lookup"), k=K, self_drafting="T=1", greedy_tokens=GREEDY_TOKENS
-    )
+        settings(model), ("draft", "lookup"), k=K, self_drafting="T=1",
+        greedy_tokens=GREEDY_TOKENS,
+    )  # fmt: skip
 
 
-def by_name(name: str) -> SpeculativeConfig:
-    return configuration_named(name, configurations(), "OpenVINO GenAI")
+def by_name(name: str, model: AuditModel) -> SpeculativeConfig:
+    return configuration_named(name, configurations(model), "OpenVINO GenAI")
 
 
 def generation_kwargs(config: SpeculativeConfig, num_new_tokens: int, seed: int) -> dict[str, Any]:
@@ -148,7 +153,7 @@ def openvino_target_probs(target: Any, sampling: Mapping[str, Any]) -> TargetPro
 def load_f16_target(path: Path) -> Any:
     """The saved target as HF runs it, every weight matrix rounded to float16 as the GGUF
     holds it (vectors stay float32, as the converter writes them)."""
-    target = load_target(path)
+    target = load_hf(path)
     with torch.no_grad():
         for parameter in target.parameters():
             if parameter.dim() > 1:
@@ -172,11 +177,12 @@ def to_ir(model: Path, converter: Path) -> Path:
     return folder
 
 
-def ir_folders(models: Path) -> ModelPaths:
+def ir_folders(model: AuditModel) -> ModelPaths:
     from specproof.adapters.llamacpp_engine import converter_folder
 
     converter = converter_folder(Path(sys.prefix) / "share" / "specproof")  # kept with the venv
-    return ModelPaths(*(to_ir(models / name, converter) for name in ("target", "draft")))
+    paths = model.paths
+    return ModelPaths(*(to_ir(folder, converter) for folder in (paths.target, paths.draft)))
 
 
 def ir_logits(folder: Path, stepwise: bool) -> Callable[[list[int]], torch.Tensor]:
@@ -210,9 +216,9 @@ def ir_logits(folder: Path, stepwise: bool) -> Callable[[list[int]], torch.Tenso
     return logits
 
 
-def engine_gap(irs: ModelPaths, target: Any) -> tuple[float, float]:
+def engine_gap(irs: ModelPaths, target: Any, model: AuditModel) -> tuple[float, float]:
     """The larger of the one-pass and the token-by-token gaps to HF."""
-    gaps = [logit_gap(ir_logits(irs.target, stepwise), target, gap_sequences())
+    gaps = [logit_gap(ir_logits(irs.target, stepwise), target, gap_sequences(model))
             for stepwise in (False, True)]  # fmt: skip
     return max(g[0] for g in gaps), max(g[1] for g in gaps)
 
@@ -293,15 +299,16 @@ def installed_version() -> str:
     return f"{version('openvino-genai')} (openvino {version('openvino')}, CPU)"
 
 
-def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> None:
+def run_configuration(name: str, model: AuditModel, plan: RunPlan, out: Path) -> None:
     """Audit one OpenVINO GenAI configuration in this process; write its entry to ``out``."""
-    config = by_name(name)
-    irs = ir_folders(models)
-    target = load_f16_target(models / "target")
-    gap = engine_gap(irs, target)
+    config = by_name(name, model)
+    irs = ir_folders(model)
+    target = load_f16_target(model.target)
+    gap = engine_gap(irs, target, model)
     prompt = prompt_shown(config.prompt, config.greedy)
     trace = StepTrace()
     build = partial(openvino_engine, config, irs, target, trace)
-    audit_beside_hf("OpenVINO GenAI", installed_version(), config, build, gap, runs, out, prompt,
+    audit_beside_hf("OpenVINO GenAI", installed_version(), config, build, gap, plan, out, model,
+                    prompt,
                     notes=lambda: [trace.note(config.k)] if config.drafter != "none" else [],
                     coverage_text_of=lambda: trace.note(config.k))  # fmt: skip

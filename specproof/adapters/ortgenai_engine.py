@@ -48,18 +48,23 @@ from specproof.adapters.beside_hf import (
     prompt_shown,
 )
 from specproof.adapters.configurations import (
+    Setting,
     SpeculativeConfig,
     build_configurations,
     configuration_named,
 )
+from specproof.adapters.hf import load_hf
+from specproof.adapters.run_plan import RunPlan
 from specproof.audit.engine.subject import Emission, Engine, TargetProbs
-from specproof.subjects.real_models import EOS, LOOKUP_PROMPT, PROMPT, VOCAB, load_target
+from specproof.models import AuditModel
 
 VERSION = "0.18.0"
 K = 3
 NGRAM = 2
 """``ngram_size``: the last token is looked up in the committed history."""
-T1 = {"do_sample": True, "temperature": 1.0, "top_k": VOCAB, "top_p": 1.0}
+T1 = {"do_sample": True, "temperature": 1.0, "top_p": 1.0}
+"""With ``top_k`` the vocabulary size (:func:`settings`): the engine cuts at its default
+otherwise."""
 TRUNCATED = {**T1, "temperature": 0.8, "top_k": 5, "top_p": 0.9}
 GREEDY = {**T1, "do_sample": False}
 GREEDY_TOKENS = 8
@@ -76,27 +81,30 @@ STATS = (
 """The generator's speculative statistics summed over the audit."""
 
 
-SETTINGS = (
-    ("T=1", T1, "T = 1", LOOKUP_PROMPT),
-    ("truncated", TRUNCATED, "T = 0.8, top-k 5, top-p 0.9", PROMPT),
-    ("greedy", GREEDY, "greedy (do_sample off)", PROMPT),
-)
-"""At T = 1 the prompt after which n-gram drafts are accepted in full now and then
-(:data:`.real_models.LOOKUP_PROMPT`)."""
+def settings(model: AuditModel) -> list[Setting]:
+    """At T = 1 the model's lookup prompt, after which n-gram drafts are accepted in full now
+    and then."""
+    every = {"top_k": model.vocab}
+    return [
+        ("T=1", {**T1, **every}, "T = 1", model.lookup),
+        ("truncated", TRUNCATED, "T = 0.8, top-k 5, top-p 0.9", model.prompt),
+        ("greedy", {**GREEDY, **every}, "greedy (do_sample off)", model.prompt),
+    ]
 
 
-def configurations() -> list[SpeculativeConfig]:
+def configurations(model: AuditModel) -> list[SpeculativeConfig]:
     """Every audited configuration, each control first (the same sampling and prompt,
     speculation off): the draft model and n-gram drafting, both at k = 3, in every setting;
     at T = 1 also the target drafting for itself (every draft then has the target's law, so a
     correct verifier accepts every draft)."""
     return build_configurations(
-        SETTINGS, ("draft", "ngram"), k=K, self_drafting="T=1", greedy_tokens=GREEDY_TOKENS
-    )
+        settings(model), ("draft", "ngram"), k=K, self_drafting="T=1",
+        greedy_tokens=GREEDY_TOKENS,
+    )  # fmt: skip
 
 
-def by_name(name: str) -> SpeculativeConfig:
-    return configuration_named(name, configurations(), "ONNX Runtime GenAI")
+def by_name(name: str, model: AuditModel) -> SpeculativeConfig:
+    return configuration_named(name, configurations(model), "ONNX Runtime GenAI")
 
 
 def search_options(config: SpeculativeConfig, length: int, seed: int) -> dict[str, Any]:
@@ -213,10 +221,10 @@ def write_composite(exports: Exports, drafter: str) -> None:
         shutil.copy(exports.target / name, folder / name)
 
 
-def exports_of(models: Path) -> Exports:
-    exports = Exports(models / "ortgenai")
-    export(models / "target", exports.target)
-    export(models / "draft", exports.draft)
+def exports_of(model: AuditModel) -> Exports:
+    exports = Exports(model.target.parent / "ortgenai")
+    export(model.paths.target, exports.target)
+    export(model.paths.draft, exports.draft)
     for drafter in ("draft", "target"):
         write_composite(exports, drafter)
     return exports
@@ -250,7 +258,7 @@ def onnx_logits(folder: Path) -> Callable[[list[int]], torch.Tensor]:
     return logits
 
 
-def generator_logits(folder: Path) -> Callable[[list[int]], torch.Tensor]:
+def generator_logits(folder: Path, vocab: int) -> Callable[[list[int]], torch.Tensor]:
     """The engine's own logits token by token, [len, V]: one ``append_tokens`` per token
     through its KV cache, ``get_logits`` after each."""
     import onnxruntime_genai as og
@@ -264,16 +272,17 @@ def generator_logits(folder: Path) -> Callable[[list[int]], torch.Tensor]:
         rows = []
         for token in sequence:
             generator.append_tokens(np.array([[token]], dtype=np.int32))
-            rows.append(np.array(generator.get_logits()).reshape(-1)[-VOCAB:])
+            rows.append(np.array(generator.get_logits()).reshape(-1)[-vocab:])
         return torch.tensor(np.stack(rows), dtype=torch.float64)
 
     return logits
 
 
-def engine_gap(exports: Exports, target: Any) -> tuple[float, float]:
+def engine_gap(exports: Exports, target: Any, model: AuditModel) -> tuple[float, float]:
     """The larger of the one-pass and the token-by-token gaps to HF."""
-    gaps = [logit_gap(read(exports.target), target, gap_sequences())
-            for read in (onnx_logits, generator_logits)]  # fmt: skip
+    sequences = gap_sequences(model)
+    readers = (onnx_logits(exports.target), generator_logits(exports.target, model.vocab))
+    gaps = [logit_gap(read, target, sequences) for read in readers]
     return max(g[0] for g in gaps), max(g[1] for g in gaps)
 
 
@@ -308,7 +317,11 @@ class SpeculativeTrace:
 
 
 def ortgenai_engine(
-    config: SpeculativeConfig, exports: Exports, target: Any, trace: SpeculativeTrace
+    config: SpeculativeConfig,
+    exports: Exports,
+    target: Any,
+    trace: SpeculativeTrace,
+    eos: tuple[int, ...],
 ) -> Engine:
     """The engine: one ``Generator`` per call, stepped until done; the new tokens read after
     each step (``get_next_tokens``: a sampled EOS ends the run but never joins the sequence)."""
@@ -331,7 +344,8 @@ def ortgenai_engine(
             generator.generate_next_token()
             new.append(int(generator.get_next_tokens()[0]))
         committed = [int(t) for t in generator.get_sequence(0)[len(prompt) :]]
-        if committed != new[: len(committed)] or len(new) - len(committed) > (EOS in new):
+        ended = any(t in eos for t in new)
+        if committed != new[: len(committed)] or len(new) - len(committed) > ended:
             raise RuntimeError(f"step tokens {new} disagree with the sequence {committed}")
         if speculative:
             trace.add(generator.get_speculative_stats())
@@ -342,7 +356,7 @@ def ortgenai_engine(
         generate=generate,
         target_probs=ortgenai_target_probs(target, config.sampling),
         prompt=config.prompt,
-        eos=EOS,
+        eos=eos,
         greedy=config.greedy,
         max_draft=config.k or None,
     )
@@ -354,15 +368,15 @@ def installed_version() -> str:
     return f"{version('onnxruntime-genai')} (onnxruntime {version('onnxruntime')}, CPU)"
 
 
-def run_configuration(name: str, models: Path, runs: int | None, out: Path) -> None:
+def run_configuration(name: str, model: AuditModel, plan: RunPlan, out: Path) -> None:
     """Audit one ONNX Runtime GenAI configuration in this process; write its entry to ``out``."""
-    config = by_name(name)
-    exports = exports_of(models)
-    target = load_target(models / "target")
-    gap = engine_gap(exports, target)
+    config = by_name(name, model)
+    exports = exports_of(model)
+    target = load_hf(model.target)
+    gap = engine_gap(exports, target, model)
     prompt = prompt_shown(config.prompt, config.greedy)
     trace = SpeculativeTrace()
-    build = partial(ortgenai_engine, config, exports, target, trace)
-    audit_beside_hf("ONNX Runtime GenAI", installed_version(), config, build, gap, runs, out,
-                    prompt, notes=lambda: [trace.note(config.k)] if config.drafter != "none"
+    build = partial(ortgenai_engine, config, exports, target, trace, model.eos)
+    audit_beside_hf("ONNX Runtime GenAI", installed_version(), config, build, gap, plan, out,
+                    model, prompt, notes=lambda: [trace.note(config.k)] if config.drafter != "none"
                     else [], coverage_text_of=trace.coverage)  # fmt: skip

@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from specproof.adapters.hf import hf_target_probs
+from specproof.adapters.hf import hf_target_probs, load_hf
 from specproof.audit.engine.coverage import WARN
 from specproof.audit.engine.rows import greedy_row
 from specproof.audit.engine.subject import Emission, Engine
 from specproof.audit.report import CaseResult, exact_row
-from specproof.subjects.real_models import ModelPaths, load_target
+from specproof.models import AuditModel, ModelPaths
 
 ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -129,7 +129,7 @@ def speculative_config(speculation: Speculation, paths: ModelPaths) -> dict[str,
 
 
 def eagle_path(paths: ModelPaths, method: str) -> Path:
-    """Where :func:`.real_eagle.save_eagle` puts the ``method`` head beside the models."""
+    """Where the model's ``method`` head is saved: beside the target (``AuditModel.head``)."""
     return paths.target.parent / method
 
 
@@ -148,16 +148,29 @@ def sampling_kwargs(sampling: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def configurations(verifier: bool = False) -> list[VllmConfig]:
-    """Every audited configuration, each control first; ``verifier``: the speculative ones
-    again with specproof's verification step installed (their controls: vLLM's, speculation
-    off, where the step is never called)."""
+def configurations(model: AuditModel, verifier: bool = False) -> list[VllmConfig]:
+    """Every audited configuration, each control first (EAGLE heads where the model has
+    them); ``verifier``: the speculative ones again with specproof's verification step
+    installed (their controls: vLLM's, speculation off, where the step is never called)."""
     if verifier:
         return [
             replace(c, verifier=True, notes=(*c.notes, VERIFIER_NOTE))
-            for c in configurations()
+            for c in configurations(model)
             if c.speculation.method != "none" and not c.expand_fixed
         ]
+    out = [c for c in every_configuration() if available(c.speculation, model)]
+    return out
+
+
+def available(speculation: Speculation, model: AuditModel) -> bool:
+    """The model offers what ``speculation`` drafts with."""
+    if speculation.method in EAGLE_LABELS:
+        return speculation.method in model.heads
+    return speculation.method != "draft" or model.draft is not None
+
+
+def every_configuration() -> list[VllmConfig]:
+    """The configurations of a model that offers every drafter."""
     none = Speculation("none")
     out = [VllmConfig("T=1 control", none, T1, "T = 1")]
     for speculation in (
@@ -219,11 +232,11 @@ def prompt_settings(config: VllmConfig, prompt: Sequence[int]) -> dict[str, Any]
     return out
 
 
-def by_name(name: str, verifier: bool = False) -> VllmConfig:
-    for config in configurations(verifier):
+def by_name(name: str, model: AuditModel, verifier: bool = False) -> VllmConfig:
+    for config in configurations(model, verifier):
         if config.name == name:
             return config
-    known = ", ".join(c.name for c in configurations(verifier))
+    known = ", ".join(c.name for c in configurations(model, verifier))
     raise KeyError(f"no vLLM configuration {name!r}; known: {known}")
 
 
@@ -295,12 +308,12 @@ def coverage_from_counters(case: str, counters: SpecCounters, k: int, n: int) ->
     return exact_row(case, "coverage", n, WARN, summary, f"{case}/coverage: " + "; ".join(warnings))
 
 
-def companion_prompts(count: int, length: int, seed: int) -> list[tuple[int, ...]]:
+def companion_prompts(
+    count: int, length: int, seed: int, model: AuditModel
+) -> list[tuple[int, ...]]:
     """Random prompts for the greedy requests of a mixed batch (one prompt, one output)."""
-    from specproof.subjects.real_models import EOS, VOCAB
-
     rng = np.random.default_rng([seed, 2])
-    tokens = [t for t in range(VOCAB) if t != EOS]
+    tokens = [t for t in range(model.vocab) if t not in model.eos]
     return [tuple(int(t) for t in rng.choice(tokens, length)) for _ in range(count)]
 
 
@@ -356,7 +369,7 @@ def start(config: VllmConfig, paths: ModelPaths) -> VllmRun:
     return VllmRun(llm, config, vllm.__version__)
 
 
-def vllm_engine(run: VllmRun, paths: ModelPaths, audit_prompt: Sequence[int]) -> Engine:
+def vllm_engine(run: VllmRun, model: AuditModel, audit_prompt: Sequence[int]) -> Engine:
     """The audited engine: batches of requests through ``run.llm.generate``. A mixed batch
     leaves every third request unseeded and adds one greedy request (random prompt) per two
     audited ones, whose outputs are kept for :func:`greedy_companion_row`."""
@@ -376,7 +389,9 @@ def vllm_engine(run: VllmRun, paths: ModelPaths, audit_prompt: Sequence[int]) ->
             request_seed = seed * 1_000_003 + index if seeded else None
             requests.append((request_prompt, SamplingParams(**fields, seed=request_seed, **common)))
         companions = (
-            companion_prompts(len(prompts) // 2, len(audit_prompt), seed) if config.mixed else []
+            companion_prompts(len(prompts) // 2, len(audit_prompt), seed, model)
+            if config.mixed
+            else []
         )
         greedy_params = SamplingParams(temperature=0.0, **common)
         for index, companion in enumerate(companions):  # interleaved with the audited requests
@@ -401,7 +416,7 @@ def vllm_engine(run: VllmRun, paths: ModelPaths, audit_prompt: Sequence[int]) ->
     return Engine(
         name=config.name,
         generate=generate,
-        target_probs=hf_target_probs(load_target(paths.target), config.sampling),
+        target_probs=hf_target_probs(load_hf(model.target), config.sampling),
         prompt=tuple(audit_prompt),
         eos=None,
         greedy=greedy,

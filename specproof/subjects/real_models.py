@@ -10,11 +10,12 @@ tokenizer; the audits sample with EOS ignored, so every token is an ordinary one
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from specproof.models import AuditModel, ModelPaths
 
 VOCAB = 8
 BOS = 0
@@ -40,17 +41,16 @@ the first token of its probability times the target's probability of the three d
 tokens), the highest among the length-8 prompts repeating a cycle of 1-4 tokens. After
 :data:`PROMPT` that probability is 1.3e-4: no draft of 3 was accepted in full in an earlier
 audit of 1500 llama.cpp runs at T = 1."""
+PENALTY_PROMPT = (4, 5, 4, 5, 4, 5, 4, 5)
+"""A repeated 2-cycle of tokens the target favours, for the repetition-penalty runs: the
+penalty over the whole prompt moves the first token's law by TV 0.17 from the law with only
+the prompt's last token penalised (HF on these weights; after :data:`PROMPT` the shift is
+0.03, under the audit's delta of 0.1), so a run that leaves prompt tokens out of the
+penalty's context shows at the audit's delta."""
+NAME = "tiny Llama (V = 8)"
 TOKEN_TEXT = ("<s>", "a", "b", "c", "d", "e", "ab", "</s>")
 MERGES = [("a", "b")]
 """One merge: llama.cpp refuses a BPE vocabulary without merges."""
-
-
-@dataclass(frozen=True)
-class ModelPaths:
-    """Where :func:`build_models` saved the target and the draft (each with the tokenizer)."""
-
-    target: Path
-    draft: Path
 
 
 def llama_config(scale: float = SCALE) -> Any:
@@ -133,6 +133,22 @@ def build_models(folder: Path, seed: int = SEED) -> ModelPaths:
     save_model(target, paths.target)
     save_model(draft, paths.draft)
     return paths
+
+
+def tiny_model(folder: Path) -> AuditModel:
+    """The models :func:`build_models` saved under ``folder``, as the value adapters take
+    (its EAGLE heads are saved there by :func:`.real_eagle.save_eagle`, for vLLM)."""
+    return AuditModel(
+        name=NAME,
+        target=folder / "target",
+        vocab=VOCAB,
+        eos=(EOS,),
+        prompt=PROMPT,
+        draft=folder / "draft",
+        lookup_prompt=LOOKUP_PROMPT,
+        penalty_prompt=PENALTY_PROMPT,
+        heads=("eagle", "eagle3"),
+    )
 
 
 def load_target(path: Path) -> Any:

@@ -1,10 +1,11 @@
 """The results file of the real-engine audits (benchmarks/engine_audit_real.json) and the table
 rendered from it (benchmarks/engine_audit_real.md, and docs/real_engines.md).
 
-Each engine's session replaces its own entries and keeps the others', so ``nox -s audit-vllm``
-and ``nox -s audit-llamacpp`` write one file between them. An entry is one audited
-configuration: an engine run (``kind`` "engine") or a function-level audit of the engine's own
-sampler (``kind`` "function"), with every row of its report.
+Each engine's session replaces its own entries on the model it ran and keeps the others', so
+``nox -s audit-vllm`` and ``nox -s audit-llamacpp`` write one file between them. An entry is one
+audited configuration of an engine on a model (``model``): an engine run (``kind`` "engine") or
+a function-level audit of the engine's own sampler (``kind`` "function"), with every row of its
+report.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 JSON_PATH = Path("benchmarks") / "engine_audit_real.json"
 MD_PATH = Path("benchmarks") / "engine_audit_real.md"
 HEADER = (
-    "| engine | configuration | control | verdict | n | worst statistical row | power "
+    "| engine | model | configuration | control | verdict | n | worst statistical row | power "
     "| coverage | seconds |"
 )
 
@@ -78,14 +79,14 @@ def engine_shown(record: Mapping[str, Any]) -> str:
 
 
 def markdown(records: Iterable[Mapping[str, Any]]) -> str:
-    lines = [HEADER, "|---|---|---|---|---|---|---|---|---|"]
+    lines = [HEADER, "|---|---|---|---|---|---|---|---|---|---|"]
     for record in records:
         verdict = record["verdict"]
         failed = failed_rows(record)
         if failed:
             verdict += f" ({', '.join(failed)})"
         lines.append(
-            f"| {engine_shown(record)} | {record['configuration']} | "
+            f"| {engine_shown(record)} | {record['model']} | {record['configuration']} | "
             f"{record['control'] or '-'} | {verdict} | {runs_of(record)} | {worst_row(record)} | "
             f"{power_of(record)} | {record['coverage'] or '-'} | {record['seconds']} |"
         )
@@ -100,21 +101,30 @@ def load(path: Path) -> list[dict[str, Any]]:
 
 
 def merge(
-    old: list[dict[str, Any]], engine: str, new: list[dict[str, Any]]
+    old: list[dict[str, Any]], engine: str, model: str, new: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """``old`` with ``engine``'s entries replaced by ``new`` (in place of the first of them,
-    or at the end)."""
-    kept = [r for r in old if r["engine"] != engine]
-    first = next((i for i, r in enumerate(old) if r["engine"] == engine), None)
+    """``old`` with ``engine``'s entries on ``model`` replaced by ``new`` (in place of the
+    first of them; else after the engine's entries on other models; else at the end)."""
+
+    def replaced(record: Mapping[str, Any]) -> bool:
+        return record["engine"] == engine and record["model"] == model
+
+    kept = [r for r in old if not replaced(r)]
+    first = next((i for i, r in enumerate(old) if replaced(r)), None)
     if first is None:
-        return kept + new
-    position = sum(1 for r in old[:first] if r["engine"] != engine)
+        same_engine = [i for i, r in enumerate(kept) if r["engine"] == engine]
+        position = same_engine[-1] + 1 if same_engine else len(kept)
+    else:
+        position = sum(1 for r in old[:first] if not replaced(r))
     return kept[:position] + new + kept[position:]
 
 
-def write(engine: str, new: list[dict[str, Any]], json_path: Path, md_path: Path) -> str:
-    """Merge ``new`` into the results file and rewrite the table; returns the table."""
-    records = merge(load(json_path), engine, new)
+def write(
+    engine: str, model: str, new: list[dict[str, Any]], json_path: Path, md_path: Path
+) -> str:
+    """Merge ``new`` (``engine`` on ``model``) into the results file and rewrite the table;
+    returns the table."""
+    records = merge(load(json_path), engine, model, new)
     json_path.write_text(json.dumps(records, indent=1) + "\n")
     table = markdown(records)
     md_path.write_text(table)

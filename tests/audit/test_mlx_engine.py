@@ -6,30 +6,34 @@ sampler functions and runs only where mlx-lm is installed (the ``audit-mlx`` ven
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
 from real_engine_configs import assert_each_beside_its_control
 
 from specproof.adapters import mlx_engine as me
-from specproof.tables.real_audit import ENGINES, configuration_groups
+from specproof.adapters.registry import engine_named, engine_names
+from specproof.subjects.real_models import tiny_model
+
+TINY = tiny_model(Path("models"))
 
 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:
-    configs = me.configurations()
+    configs = me.configurations(TINY)
     assert_each_beside_its_control(configs)
     drafted = {(c.sampling_label, c.drafter, c.k) for c in configs if c.drafter != "none"}
     assert len(drafted) == 5  # every setting with the draft model, T = 1 also with itself
-    assert me.by_name("greedy draft model k=3").greedy
-    assert me.by_name("T=1 draft = target k=3").label == "draft = target k=3"
+    assert me.by_name("greedy draft model k=3", TINY).greedy
+    assert me.by_name("T=1 draft = target k=3", TINY).label == "draft = target k=3"
     with pytest.raises(KeyError, match="no mlx-lm configuration"):
-        me.by_name("nonsense")
+        me.by_name("nonsense", TINY)
 
 
 def test_each_configuration_runs_in_its_own_process() -> None:
-    assert "mlx-lm" in ENGINES
-    groups = configuration_groups("mlx-lm")
-    assert groups == [[c.name] for c in me.configurations()]
+    assert "mlx-lm" in engine_names()
+    groups = engine_named("mlx-lm").groups(TINY)
+    assert groups == [[c.name] for c in me.configurations(TINY)]
 
 
 def test_sampler_and_processor_arguments() -> None:

@@ -6,47 +6,51 @@ run only where openvino_genai is installed (the ``audit-openvino`` venv)."""
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 import torch
 from real_engine_configs import assert_each_beside_its_control
 
 from specproof.adapters import openvino_engine as oe
-from specproof.tables.real_audit import ENGINES, LABELS, configuration_groups
+from specproof.adapters.registry import engine_named, engine_names
+from specproof.subjects.real_models import tiny_model
+
+TINY = tiny_model(Path("models"))
 
 NO_OPENVINO = importlib.util.find_spec("openvino_genai") is None
 NO_OPENVINO_REASON = "openvino_genai is installed only in the audit-openvino venv"
 
 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:
-    configs = oe.configurations()
+    configs = oe.configurations(TINY)
     assert_each_beside_its_control(configs)
     drafted = {(c.sampling_label, c.drafter) for c in configs if c.drafter != "none"}
     # the draft model and prompt lookup in each of three settings, at T = 1 also the target
     assert len(drafted) == 7
-    assert oe.by_name("greedy draft model k=3").greedy
-    assert not oe.by_name("T=1 prompt lookup k=3").greedy
-    assert oe.by_name("T=1 prompt lookup k=3").label == "prompt lookup k=3"
-    assert oe.by_name("T=1 draft = target k=3").drafter == "target"
+    assert oe.by_name("greedy draft model k=3", TINY).greedy
+    assert not oe.by_name("T=1 prompt lookup k=3", TINY).greedy
+    assert oe.by_name("T=1 prompt lookup k=3", TINY).label == "prompt lookup k=3"
+    assert oe.by_name("T=1 draft = target k=3", TINY).drafter == "target"
     with pytest.raises(KeyError, match="no OpenVINO GenAI configuration"):
-        oe.by_name("nonsense")
+        oe.by_name("nonsense", TINY)
 
 
 def test_each_configuration_runs_in_its_own_process() -> None:
-    assert "openvino" in ENGINES and LABELS["openvino"] == "OpenVINO GenAI"
-    assert configuration_groups("openvino") == [[c.name] for c in oe.configurations()]
+    assert "openvino" in engine_names() and engine_named("openvino").label == "OpenVINO GenAI"
+    assert engine_named("openvino").groups(TINY) == [[c.name] for c in oe.configurations(TINY)]
 
 
 def test_request_fields() -> None:
-    lookup = oe.generation_kwargs(oe.by_name("truncated prompt lookup k=3"), 5, 11)
+    lookup = oe.generation_kwargs(oe.by_name("truncated prompt lookup k=3", TINY), 5, 11)
     assert lookup == {
         "max_new_tokens": 5, "ignore_eos": True, "do_sample": True, "rng_seed": 11,
         "temperature": 1.0, "top_k": 5, "top_p": 0.9, "min_p": 0.05,
         "num_assistant_tokens": 3, "max_ngram_size": 2,
     }  # fmt: skip
-    draft = oe.generation_kwargs(oe.by_name("T=1 draft model k=3"), 5, 0)
+    draft = oe.generation_kwargs(oe.by_name("T=1 draft model k=3", TINY), 5, 0)
     assert draft["num_assistant_tokens"] == 3 and "max_ngram_size" not in draft
-    control = oe.generation_kwargs(oe.by_name("greedy no draft"), 8, 0)
+    control = oe.generation_kwargs(oe.by_name("greedy no draft", TINY), 8, 0)
     assert control == {"max_new_tokens": 8, "ignore_eos": True, "do_sample": False,
                        "rng_seed": 0}  # fmt: skip
 
@@ -97,7 +101,7 @@ def test_greedy_law_has_the_argmax_on_top() -> None:
 def test_openvino_takes_every_request_as_built() -> None:
     import openvino_genai
 
-    for config in oe.configurations():
+    for config in oe.configurations(TINY):
         fields = oe.generation_kwargs(config, config.tokens, 3)
         request = openvino_genai.GenerationConfig(**fields)
         request.validate()

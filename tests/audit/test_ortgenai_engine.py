@@ -14,32 +14,35 @@ import torch
 from real_engine_configs import assert_each_beside_its_control
 
 from specproof.adapters import ortgenai_engine as oe
-from specproof.tables.real_audit import ENGINES, LABELS, SINGLE, configuration_groups
+from specproof.adapters.registry import engine_named, engine_names
+from specproof.subjects.real_models import tiny_model
+
+TINY = tiny_model(Path("models"))
 
 NO_ORTGENAI = importlib.util.find_spec("onnxruntime_genai") is None
 NO_ORTGENAI_REASON = "onnxruntime_genai is installed only in the audit-ortgenai venv"
 
 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:
-    configs = oe.configurations()
+    configs = oe.configurations(TINY)
     assert_each_beside_its_control(configs)
     drafted = {(c.sampling_label, c.drafter) for c in configs if c.drafter != "none"}
     # the draft model and n-gram drafting in each of three settings, at T = 1 also the target
     assert len(drafted) == 7
-    assert oe.by_name("greedy draft model k=3").greedy
-    assert oe.by_name("T=1 n-gram k=3").label == "n-gram k=3"
+    assert oe.by_name("greedy draft model k=3", TINY).greedy
+    assert oe.by_name("T=1 n-gram k=3", TINY).label == "n-gram k=3"
     with pytest.raises(KeyError, match="no ONNX Runtime GenAI configuration"):
-        oe.by_name("nonsense")
+        oe.by_name("nonsense", TINY)
 
 
 def test_each_configuration_runs_in_its_own_process() -> None:
-    assert "ortgenai" in ENGINES and LABELS["ortgenai"] == "ONNX Runtime GenAI"
-    assert SINGLE["ortgenai"] == "ortgenai_engine"
-    assert configuration_groups("ortgenai") == [[c.name] for c in oe.configurations()]
+    assert "ortgenai" in engine_names() and engine_named("ortgenai").label == "ONNX Runtime GenAI"
+    assert engine_named("ortgenai").module == "specproof.adapters.ortgenai_engine"
+    assert engine_named("ortgenai").groups(TINY) == [[c.name] for c in oe.configurations(TINY)]
 
 
 def test_search_and_speculative_options() -> None:
-    truncated = oe.by_name("truncated n-gram k=3")
+    truncated = oe.by_name("truncated n-gram k=3", TINY)
     assert oe.search_options(truncated, 13, 11) == {
         "max_length": 13, "do_sample": True, "random_seed": 11,
         "temperature": 0.8, "top_k": 5, "top_p": 0.9,
@@ -47,12 +50,12 @@ def test_search_and_speculative_options() -> None:
     assert oe.speculative_options(truncated) == {
         "max_draft_tokens": 3, "min_adaptive_k": 0, "ngram_size": 2,
     }  # fmt: skip
-    draft = oe.speculative_options(oe.by_name("T=1 draft model k=3"))
+    draft = oe.speculative_options(oe.by_name("T=1 draft model k=3", TINY))
     assert draft == {"max_draft_tokens": 3, "min_adaptive_k": 0}
-    assert oe.speculative_options(oe.by_name("T=1 no draft")) == {}
+    assert oe.speculative_options(oe.by_name("T=1 no draft", TINY)) == {}
     # sampled speculation needs a positive top_k: T = 1 asks for every token instead of 0
-    assert oe.search_options(oe.by_name("T=1 no draft"), 9, 0)["top_k"] == 8
-    greedy = oe.search_options(oe.by_name("greedy no draft"), 16, 3)
+    assert oe.search_options(oe.by_name("T=1 no draft", TINY), 9, 0)["top_k"] == 8
+    greedy = oe.search_options(oe.by_name("greedy no draft", TINY), 16, 3)
     assert greedy == {"max_length": 16, "do_sample": False, "random_seed": 3}
     assert oe.call_seed(2**31 + 5) == 5 and oe.call_seed(7) == 7
 
@@ -108,11 +111,11 @@ def test_the_engine_runs_each_drafter_and_reports_eos(tmp_path: Path) -> None:
     from specproof.subjects.real_models import EOS, VOCAB, build_models, load_target
 
     build_models(tmp_path)
-    exports = oe.exports_of(tmp_path)
+    exports = oe.exports_of(tiny_model(tmp_path))
     target = load_target(tmp_path / "target")
     for name in ("T=1 no draft", "T=1 draft model k=3", "T=1 n-gram k=3"):
-        config = oe.by_name(name)
-        engine = oe.ortgenai_engine(config, exports, target, oe.SpeculativeTrace())
+        config = oe.by_name(name, TINY)
+        engine = oe.ortgenai_engine(config, exports, target, oe.SpeculativeTrace(), (EOS,))
         for seed in range(40):
             tokens = engine.generate(config.prompt, 5, seed).tokens
             assert all(0 <= t < VOCAB for t in tokens)

@@ -11,23 +11,26 @@ from types import SimpleNamespace
 import pytest
 
 from specproof.adapters import beside_hf, vllm_engine
+from specproof.adapters.registry import engine_named
 from specproof.audit.report import AuditReport, CaseResult, exact_row
-from specproof.subjects.real_models import ModelPaths
+from specproof.subjects.real_models import ModelPaths, tiny_model
 from specproof.tables import real_table
+
+TINY = tiny_model(Path("models"))
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = "# Real engines audited"
 
 
 def test_every_speculative_configuration_has_a_control_run_before_it() -> None:
-    configs = vllm_engine.configurations()
+    configs = vllm_engine.configurations(TINY)
     seen: set[str] = set()
     for config in configs:
         if config.speculation.method == "none":
             assert not config.control
         else:
             assert config.control in seen, config.name
-            control = vllm_engine.by_name(config.control)
+            control = vllm_engine.by_name(config.control, TINY)
             assert control.sampling == config.sampling
             assert control.mixed == config.mixed
             assert control.tokens == config.tokens
@@ -36,19 +39,18 @@ def test_every_speculative_configuration_has_a_control_run_before_it() -> None:
     wanted = {("ngram", 3), ("draft", 1), ("draft", 3), ("draft", 4), ("target", 3)}
     assert wanted | {("eagle", 3), ("eagle3", 3)} <= methods
     with pytest.raises(KeyError, match="no vLLM configuration"):
-        vllm_engine.by_name("nonsense")
+        vllm_engine.by_name("nonsense", TINY)
 
 
 def test_the_expand_kernel_control_gets_its_own_engine() -> None:
-    from specproof.tables.real_audit import configuration_groups
 
-    fixed = [c for c in vllm_engine.configurations() if c.expand_fixed]
+    fixed = [c for c in vllm_engine.configurations(TINY) if c.expand_fixed]
     assert {c.speculation.method for c in fixed} == {"ngram", "draft", "target", "eagle"}
-    groups = configuration_groups("vllm")
+    groups = engine_named("vllm").groups(TINY)
     for config in fixed:
         (group,) = [g for g in groups if config.name in g]
         assert group == [config.name]  # never on an engine with the kernel as shipped
-        assert vllm_engine.by_name(config.control).speculation.method == "none"
+        assert vllm_engine.by_name(config.control, TINY).speculation.method == "none"
 
 
 def test_speculative_config_names_the_draft_or_the_target() -> None:
@@ -71,11 +73,11 @@ def test_speculative_config_names_the_draft_or_the_target() -> None:
 
 
 def test_results_file_names_each_configurations_prompts() -> None:
-    greedy = vllm_engine.prompt_settings(vllm_engine.by_name("greedy control"), (1, 2, 3))
+    greedy = vllm_engine.prompt_settings(vllm_engine.by_name("greedy control", TINY), (1, 2, 3))
     assert greedy == {"prompt": "50 random prompts of 3 tokens, one per run"}
-    sampled = vllm_engine.prompt_settings(vllm_engine.by_name("T=1 control"), (1, 2, 3))
+    sampled = vllm_engine.prompt_settings(vllm_engine.by_name("T=1 control", TINY), (1, 2, 3))
     assert sampled == {"prompt": [1, 2, 3]}
-    mixed = vllm_engine.prompt_settings(vllm_engine.by_name("mixed control"), (1, 2, 3))
+    mixed = vllm_engine.prompt_settings(vllm_engine.by_name("mixed control", TINY), (1, 2, 3))
     assert mixed["prompt"] == [1, 2, 3] and "greedy request" in mixed["greedy_prompts"]
 
 
@@ -83,11 +85,11 @@ def test_llamacpp_configurations_share_their_controls_prompt() -> None:
     from specproof.adapters import llamacpp_engine as le
     from specproof.subjects.real_models import LOOKUP_PROMPT
 
-    for config in le.configurations():
+    for config in le.configurations(TINY):
         if config.control:
-            control = le.by_name(config.control)
+            control = le.by_name(config.control, TINY)
             assert (control.prompt, control.sampling) == (config.prompt, config.sampling)
-    assert le.by_name("T=1 prompt lookup k=3").prompt == LOOKUP_PROMPT
+    assert le.by_name("T=1 prompt lookup k=3", TINY).prompt == LOOKUP_PROMPT
 
 
 def test_eagle_heads_have_the_shapes_vllm_loads() -> None:
@@ -182,19 +184,29 @@ def report_with(verdict: str) -> AuditReport:
 
 
 def test_markdown_shows_verdict_worst_row_and_power() -> None:
-    record = beside_hf.entry("vLLM", "9.9", "cfg", report_with("FAIL"), control="ctl")
+    record = beside_hf.entry("vLLM", "9.9", "cfg", report_with("FAIL"), model="m", control="ctl")
     table = real_table.markdown([record])
     assert (
-        "| vLLM 9.9 | cfg | ctl | FAIL (pit@1) | 50 | pit@1 0.020 >= 0.100 | 0.9999 at TV 0.1 |"
+        "| vLLM 9.9 | m | cfg | ctl | FAIL (pit@1) | 50 | pit@1 0.020 >= 0.100 | 0.9999 at TV 0.1 |"
         in table
     )
 
 
-def test_merge_replaces_only_the_engines_own_entries() -> None:
-    old = [{"engine": "a", "n": 1}, {"engine": "b", "n": 1}, {"engine": "c", "n": 1}]
-    merged = real_table.merge(old, "b", [{"engine": "b", "n": 2}, {"engine": "b", "n": 3}])
+def test_merge_replaces_only_the_engines_own_entries_on_the_same_model() -> None:
+    old = [{"engine": e, "model": "m", "n": 1} for e in "abc"]
+    new = [{"engine": "b", "model": "m", "n": 2}, {"engine": "b", "model": "m", "n": 3}]
+    merged = real_table.merge(old, "b", "m", new)
     assert [(r["engine"], r["n"]) for r in merged] == [("a", 1), ("b", 2), ("b", 3), ("c", 1)]
-    assert real_table.merge([], "b", [{"engine": "b"}]) == [{"engine": "b"}]
+    assert real_table.merge([], "b", "m", new[:1]) == new[:1]
+    other_model = [{"engine": "b", "model": "big", "n": 4}]
+    both = real_table.merge(merged, "b", "big", other_model)
+    assert [(r["engine"], r["model"], r["n"]) for r in both] == [
+        ("a", "m", 1),
+        ("b", "m", 2),
+        ("b", "m", 3),
+        ("b", "big", 4),
+        ("c", "m", 1),
+    ]  # beside the engine's entries on the other model, which stay
 
 
 def page_section() -> str:
@@ -293,20 +305,17 @@ def test_greedy_companion_row_checks_each_request_against_its_own_prompt() -> No
     assert row.verdict == "FAIL" and "run 1, position 2" in row.summary
 
 
-def test_each_single_configuration_engine_names_an_adapter_module() -> None:
-    """``real_audit`` runs llama.cpp, mlx-lm and OpenVINO GenAI one configuration per child
-    process, by adapter module name: each must be a module of specproof.adapters (a runner
-    that looked beside itself would find nothing once the runners and adapters had rooms of
-    their own)."""
+def test_each_registered_engine_names_an_adapter_module() -> None:
+    """``real_audit`` runs each engine's configurations in child processes by the adapter
+    module its record names: each must be importable as a module spec (its engine need not be
+    installed) and offer what the registry calls."""
     import importlib.util
 
-    from specproof.tables import real_audit
+    from specproof.adapters.registry import engine_names
 
-    for engine, module in real_audit.SINGLE.items():
-        assert importlib.util.find_spec(f"specproof.adapters.{module}") is not None, engine
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(importlib, "import_module", lambda name: name)
-        assert real_audit.adapter("mlx-lm") == "specproof.adapters.mlx_engine"
+    for name in engine_names():
+        module = engine_named(name).module
+        assert importlib.util.find_spec(module) is not None, name
 
 
 def test_power_column_shows_the_power_reached_not_the_power_asked() -> None:

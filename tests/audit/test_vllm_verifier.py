@@ -5,14 +5,18 @@ installed (the audit-vllm venv), install / uninstall on the real class."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 
 from specproof.adapters import vllm_engine, vllm_verifier
-from specproof.tables.real_audit import configuration_groups
+from specproof.adapters.registry import engine_named
+from specproof.subjects.real_models import tiny_model
 from specproof.tables.real_table import engine_shown
+
+TINY = tiny_model(Path("models"))
 
 TESTED = (
     vllm_verifier.TESTED_VERSIONS[0],
@@ -79,22 +83,22 @@ def test_a_refused_batch_raises_before_any_work() -> None:
 
 
 def test_the_verifier_reruns_every_speculative_configuration_beside_vllms_controls() -> None:
-    shipped = vllm_engine.configurations()
-    swapped = vllm_engine.configurations(verifier=True)
+    shipped = vllm_engine.configurations(TINY)
+    swapped = vllm_engine.configurations(TINY, verifier=True)
     speculative = [c for c in shipped if c.speculation.method != "none" and not c.expand_fixed]
     assert [c.name for c in swapped] == [c.name for c in speculative]
     assert all(c.verifier and not c.expand_fixed for c in swapped)
     names = {c.name for c in shipped}
     assert all(c.control in names for c in swapped)
-    for group in configuration_groups("vllm-verifier"):  # never on a shipped engine
-        keys = {vllm_engine.by_name(n, verifier=True).engine_key for n in group}
+    for group in engine_named("vllm-verifier").groups(TINY):  # never on a shipped engine
+        keys = {vllm_engine.by_name(n, TINY, verifier=True).engine_key for n in group}
         assert len(keys) == 1 and next(iter(keys))[2]
 
 
 def test_min_p_under_speculation_is_recorded_as_refused() -> None:
-    refused = [c for c in vllm_engine.configurations() if c.refused]
+    refused = [c for c in vllm_engine.configurations(TINY) if c.refused]
     assert [c.name for c in refused] == ["T=0.7 min-p draft model k=3"]
-    control = vllm_engine.by_name(refused[0].control)
+    control = vllm_engine.by_name(refused[0].control, TINY)
     assert control.speculation.method == "none" and control.sampling["min_p"] > 0
 
 
