@@ -6,9 +6,9 @@ speculation off (the control) and with the model's drafter (``assistant_model``,
 constant schedule, no confidence stop), prompt lookup (``prompt_lookup_num_tokens`` = 3,
 after the model's lookup prompt) and, at T = 1, the target drafting for itself. The engine is
 HF's own ``generate`` (:func:`.hf.hf_engine`); the law is a plain teacher-forced pass of the
-same target with transformers' processors, so there is no logit gap to state. A control makes its runs in
-batches of :data:`CONTROL_BATCH` through one ``generate`` call (rows of one batch are
-independent draws); assisted generation runs one request at a time.
+same target with transformers' processors, so there is no logit gap to state. A control makes
+its runs in batches of :data:`CONTROL_BATCH` through one ``generate`` call (rows of one batch
+are independent draws); assisted generation runs one request at a time.
 """
 
 from __future__ import annotations
