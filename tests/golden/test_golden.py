@@ -197,8 +197,19 @@ def validate(value: Any, schema: dict[str, Any], where: str = "$") -> list[str]:
         errors.append(f"{where}: {value!r} != {schema['const']!r}")
     if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
         errors.append(f"{where}: {value!r} does not match {schema['pattern']}")
-    if "minimum" in schema and isinstance(value, int) and value < schema["minimum"]:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if "minimum" in schema and number and value < schema["minimum"]:
         errors.append(f"{where}: {value} < {schema['minimum']}")
+    if "maximum" in schema and number and value > schema["maximum"]:
+        errors.append(f"{where}: {value} > {schema['maximum']}")
+    if "exclusiveMinimum" in schema and number and value <= schema["exclusiveMinimum"]:
+        errors.append(f"{where}: {value} <= {schema['exclusiveMinimum']}")
+    if "exclusiveMaximum" in schema and number and value >= schema["exclusiveMaximum"]:
+        errors.append(f"{where}: {value} >= {schema['exclusiveMaximum']}")
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{where}: {value!r} is not one of {schema['enum']}")
+    if "minLength" in schema and isinstance(value, str) and len(value) < schema["minLength"]:
+        errors.append(f"{where}: shorter than {schema['minLength']}")
     if "minItems" in schema and len(value) < schema["minItems"]:
         errors.append(f"{where}: fewer than {schema['minItems']} items")
     if "items" in schema:
@@ -226,6 +237,38 @@ def test_the_vectors_follow_their_schema_and_a_stray_key_does_not() -> None:
     assert validate(document, golden_schema()) == [
         "$.cases[0].expected: 0 of the oneOf options match"
     ]
+
+
+def _sampling(document: dict[str, Any]) -> dict[str, Any]:
+    return document["cases"][0]["inputs"]["sampling"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (lambda d: _sampling(d).update(filter_order="reverse"), "filter_order: 'reverse'"),
+        (lambda d: d["cases"][0]["inputs"]["target_probs"][0].__setitem__(0, "-1/2"), "-1/2"),
+        (lambda d: _sampling(d).update(top_p="1/0", top_p_float=0.5), "top_p: 0 of the anyOf"),
+        (lambda d: _sampling(d).update(temperature="-1", temperature_float=-1.0), "-1"),
+        (lambda d: d.update(cases=[]), "$.cases: fewer than 1 items"),
+        (
+            lambda d: d["cases"][0]["expected"]["law"][0].update(probability_float=1.5),
+            "expected: 0",
+        ),
+        (
+            lambda d: d["cases"][0]["expected"]["with_uniforms"][0].update(draw_uniform_float=1.0),
+            "expected: 0 of the oneOf",
+        ),
+    ],
+    ids=["order", "negative", "zero-denominator", "temperature", "no-cases", "prob", "uniform"],
+)
+def test_the_schema_constrains_every_field(change: Any, error: str) -> None:
+    """Regression: the schema accepted any filter_order string, negative fractions, 1/0, a
+    negative temperature and an empty case list."""
+    document = shipped()
+    change(document)
+    errors = validate(document, golden_schema())
+    assert errors and any(error in e for e in errors), errors
 
 
 def test_the_command_writes_both_files_and_refuses_a_file_as_folder(
