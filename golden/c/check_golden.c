@@ -3,9 +3,12 @@
  *   cc -std=c99 -O2 -o check_golden check_golden.c json_reader.c -lm
  *   ./check_golden ../v1/chain_vectors.json
  *
- * For every case: the exact outputs for the injected uniforms, the law of one round (every
- * outcome's probability within 1e-12, no outcome missing or extra), and the refusal of
- * non-finite rows. Exit status 0 when every case agrees, 1 otherwise, 2 for an unreadable file.
+ * Every field of the file is checked before use (presence, type, length, range, fractions
+ * against their doubles, the raw rows against the processed rows, accepted against emitted);
+ * a file that fails is refused with one line naming the case and field. Then, for every case:
+ * the exact outputs for the injected uniforms, the law of one round (every outcome's
+ * probability within 1e-12, no outcome missing or extra), and the refusal of non-finite rows.
+ * Exit status 0 when every case agrees, 1 when one does not, 2 for a file refused.
  * Built with -DSPECPROOF_BUG_RESIDUAL_FROM_TARGET the correction token is drawn from the target
  * row instead of max(p - q, 0): the must-fail build, which these vectors reject. */
 #include <math.h>
