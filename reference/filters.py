@@ -14,11 +14,32 @@ Engines apply the same four parameters in different orders; each order is a sequ
   ``common/common.h``): top-k, top-p, min-p, and the temperature last, so every cut is taken on
   the untempered law softmax(logits).
 
+Top-k at a tie (:data:`TOP_K_TIES`): tokens as probable as the k-th are all kept (``keep ties``)
+or cut to exactly k (``exactly k``), as each order's engine does, read in its source:
+
+- ``vllm``: ``apply_top_k_only`` and ``apply_top_k_top_p`` in ``vllm/v1/sample/ops/
+  topk_topp_sampler.py`` mask the logits strictly below the k-th largest: keep ties.
+- ``sequential``: ``TopKLogitsWarper.__call__`` in ``transformers/generation/logits_process.py``
+  masks ``scores < torch.topk(scores, top_k)[0][..., -1, None]``: keep ties.
+- ``joint``: FlashInfer's ``TopKTopPSamplingFromProbKernel`` (``include/flashinfer/sampling.cuh``)
+  accepts a sampled token when fewer than k tokens are strictly more probable, and its
+  ``top_k_renorm_probs`` / ``top_k_mask_logits`` (``RadixTopK*Kernel_MultiCTA`` in
+  ``include/flashinfer/topk.cuh``) keep every value >= the k-th: keep ties. (SGLang's torch
+  fallback, ``top_k_top_p_min_p_sampling_from_probs_torch``, cuts at k sorted positions.)
+- ``llama.cpp``: ``llama_sampler_top_k_impl`` in ``src/llama-sampler.cpp`` partially sorts the
+  candidates (``std::partial_sort`` for k <= 128, buckets above) and sets their size to k:
+  exactly k. Which of the tied tokens survive is the sort's choice (``std::partial_sort`` is
+  not stable); the reference keeps the lower ids.
+
 The nucleus is the smallest set of most probable tokens holding at least ``top_p`` of the mass:
 a token is kept when the mass strictly more probable than it (ties broken by id) is below
-``top_p``. min-p keeps the tokens with mass >= ``min_p`` times the largest; every cut keeps the
-argmax, so min-p's own cut is the same wherever it stands among the cuts, but the cuts after it
-see the law it renormalised (vLLM's nucleus), and before the temperature its ratio is
+``top_p``. (At a tie on the nucleus edge HF and vLLM keep whichever tied token their
+``torch.sort`` puts first; FlashInfer keeps a token when the mass strictly above it is below
+``top_p``, so all of them.)
+
+min-p keeps the tokens with mass >= ``min_p`` times the largest; every cut keeps the argmax,
+so min-p's own cut is the same wherever it stands among the cuts, but the cuts after it see the
+law it renormalised (vLLM's nucleus), and before the temperature its ratio is
 (p_i / p_max)^T instead of p_i / p_max (llama.cpp's). The result is renormalised exactly.
 """
 
@@ -39,6 +60,14 @@ ORDER_STEPS: dict[FilterOrder, tuple[Step, ...]] = {
     "llama.cpp": ("top-k", "top-p", "min-p", "temperature"),
 }
 """Each order's steps; ``top-k and top-p`` takes both cuts on the same law."""
+TieRule = Literal["keep ties", "exactly k"]
+TOP_K_TIES: dict[FilterOrder, TieRule] = {
+    "sequential": "keep ties",
+    "joint": "keep ties",
+    "vllm": "keep ties",
+    "llama.cpp": "exactly k",
+}
+"""Each order's top-k at a tie with the k-th token (see the module docstring for the source)."""
 
 
 def ranked(probs: Sequence[Fraction]) -> list[int]:
@@ -46,8 +75,14 @@ def ranked(probs: Sequence[Fraction]) -> list[int]:
     return sorted(range(len(probs)), key=lambda token: (-probs[token], token))
 
 
-def top_k_set(probs: Sequence[Fraction], k: int) -> set[int]:
-    return set(ranked(probs)[:k])
+def top_k_set(probs: Sequence[Fraction], k: int, ties: TieRule) -> set[int]:
+    """The k most probable tokens (the lower ids of tied ones), and with ``keep ties`` every
+    token as probable as the k-th."""
+    first_k = ranked(probs)[:k]
+    if ties == "exactly k":
+        return set(first_k)
+    kth = probs[first_k[-1]]
+    return {token for token, mass in enumerate(probs) if mass >= kth}
 
 
 def top_p_set(probs: Sequence[Fraction], top_p: Fraction) -> set[int]:
@@ -151,7 +186,7 @@ def filtered(
         if step == "temperature":
             after_temperature = True
         elif step in ("top-k", "top-k and top-p") and top_k is not None:
-            kept &= top_k_set(seen, top_k)  # ranks do not depend on the temperature
+            kept &= top_k_set(seen, top_k, TOP_K_TIES[order])  # ranks ignore the temperature
         if step in ("top-p", "top-k and top-p") and top_p is not None:
             nucleus_law = seen if after_temperature else untempered(seen, exact_temperature)
             kept &= top_p_set(nucleus_law, top_p)

@@ -19,6 +19,9 @@ of the audit is then taken at those processed rows:
   (``vllm``) keeps 2 tokens and the nucleus of the full law (``sequential``) 3.
 - ``filters-min-p-temperature``: at T = 0.5 min-p cuts 3 tokens after the temperature and 5
   before it (``llama.cpp``).
+- ``filters-top-k-tie``: top-k = 2 with ranks 2 and 3 exactly tied (equal float32 logits): the
+  orders that keep ties (``vllm``, ``sequential``, ``joint``) keep 3 tokens, ``llama.cpp`` exactly
+  2, the lower id of the tied pair (:data:`specproof.reference.filters.TOP_K_TIES`).
 
 Every cut of the first two cases is at least :data:`MARGIN` away from its threshold in the
 orders they were built for, every cut of the others in every order, so float32 logits cut
@@ -61,6 +64,10 @@ MIN_P_TOP_P_MASSES = (0.40, 0.22, 0.18, 0.10, 0.06, 0.04)
 of the mass); the nucleus at 0.655 of the full law stops after 3 tokens (0.62 < 0.655), of the
 min-p-renormalised law after 2 (0.62 / 0.90 = 0.689 >= 0.655): vLLM's order keeps 2 tokens,
 transformers' (min-p last) 3."""
+TOP_K_TIE_REQUEST = RequestParams(0.9, top_k=2, binding=True)
+TOP_K_TIE_MASSES = (0.40, 0.22, 0.22, 0.08, 0.05, 0.03)
+"""Sorted raw masses of a filters-top-k-tie row: ranks 2 and 3 stay exactly equal (jittered
+together), at least 0.1 from the masses above and below them."""
 MIN_P_TEMPERATURE_REQUEST = RequestParams(0.5, min_p=0.35, binding=True)
 MIN_P_TEMPERATURE_MASSES = (0.40, 0.20, 0.15, 0.12, 0.10, 0.03)
 """Sorted raw masses (the law at T = 0.5) of a filters-min-p-temperature row: ratios to the
@@ -136,7 +143,11 @@ def decision_margin(row: np.ndarray, params: RequestParams) -> float:
     masses = [float(probs[t]) for t in order]
     gaps = [1.0]
     if params.top_k is not None and params.top_k < len(row):
-        gaps.append(masses[params.top_k - 1] - masses[params.top_k])
+        kth = masses[params.top_k - 1]
+        if kth == masses[params.top_k]:  # an exact tie: each order's tie rule decides it
+            gaps += [abs(mass - kth) for mass in masses if mass != kth]
+        else:
+            gaps.append(kth - masses[params.top_k])
     if params.top_p is not None:
         scales = [1.0]
         if params.top_k is not None:
@@ -184,11 +195,17 @@ def raw_rows(
     apart: tuple[FilterOrder, FilterOrder] | None = None,
 ) -> np.ndarray:
     """Rows of the template ``masses`` (jittered, tokens permuted) on which the filters bind
-    (:func:`binds`) and every cut keeps :data:`MARGIN` from its threshold."""
+    (:func:`binds`) and every cut keeps :data:`MARGIN` from its threshold; masses equal in the
+    template stay exactly equal."""
     out = np.zeros((*shape, len(masses)))
+    template = np.asarray(masses)
     for index in np.ndindex(shape):
         while True:
-            row = np.asarray(masses) * np.exp(0.05 * rng.standard_normal(len(masses)))
+            row = template * np.exp(0.05 * rng.standard_normal(len(masses)))
+            for mass in np.unique(template):
+                tied = template == mass
+                if tied.sum() > 1:
+                    row[tied] = row[tied].mean()
             row /= row.sum()
             if decision_margin(row, params) >= MARGIN and binds(row, params, apart):
                 break
@@ -214,6 +231,13 @@ BINDING_CASES: tuple[
         MIN_P_TEMPERATURE_REQUEST,
         MIN_P_TEMPERATURE_MASSES,
         "min-p 0.35 at T = 0.5 cuts apart from min-p before it",
+        ("vllm", "llama.cpp"),
+    ),
+    (
+        "filters-top-k-tie",
+        TOP_K_TIE_REQUEST,
+        TOP_K_TIE_MASSES,
+        "top-k 2 with ranks 2 and 3 tied",
         ("vllm", "llama.cpp"),
     ),
 )

@@ -25,7 +25,7 @@ from types import SimpleNamespace
 
 import torch
 
-from specproof.reference.filters import ORDER_STEPS
+from specproof.reference.filters import ORDER_STEPS, TOP_K_TIES
 
 GREEDY_TEMPERATURE = 0.0
 """vLLM's greedy marker in its sampling metadata since vLLM PR 27077 (October 2025)."""
@@ -196,9 +196,11 @@ def apply_request(
     """softmax(logits / T) filtered, in float64: what an engine does to the target logits of a
     random request before verification, by the steps of ``order``
     (:data:`specproof.reference.filters.ORDER_STEPS`; each step cuts the law the steps before it
-    left, renormalised; before the temperature step that law is softmax(logits)). The nucleus
-    is the smallest set of most probable tokens holding >= top_p of the mass; min-p keeps
-    tokens with mass >= min_p times the largest."""
+    left, renormalised; before the temperature step that law is softmax(logits)). Top-k keeps
+    the k largest logits left and, by the order's tie rule
+    (:data:`specproof.reference.filters.TOP_K_TIES`), every logit equal to the k-th or exactly k
+    (the lower ids of tied ones). The nucleus is the smallest set of most probable tokens
+    holding >= top_p of the mass; min-p keeps tokens with mass >= min_p times the largest."""
     if order not in ORDER_STEPS:
         raise ValueError(f"unknown filter order {order!r}")
     checked_request(temperature, top_k, top_p, min_p)
@@ -213,8 +215,12 @@ def apply_request(
         if step == "temperature":
             tempered = True
         elif step in ("top-k", "top-k and top-p") and cuts_top_k:
-            kth = scaled.topk(int(top_k), dim=-1).values[..., -1:]  # type: ignore[arg-type]
-            keep &= scaled >= kth
+            left = torch.where(keep, scaled, -math.inf)
+            if TOP_K_TIES[order] == "exactly k":
+                first = left.sort(dim=-1, descending=True, stable=True).indices[..., :top_k]
+                keep &= torch.zeros_like(keep).scatter(-1, first, True)
+            else:
+                keep &= left >= left.topk(int(top_k), dim=-1).values[..., -1:]  # type: ignore[arg-type]
         if step in ("top-p", "top-k and top-p") and top_p is not None and top_p < 1:
             ordered, index = seen.sort(dim=-1, descending=True, stable=True)
             before = ordered.cumsum(-1) - ordered  # mass of the more probable tokens

@@ -1,8 +1,8 @@
 """The inputs of the golden law vectors: small rows chosen to land on the boundaries engines get
-wrong (ties at the top-k edge, top-p exactly on a cumulative sum, min-p binding, zeros in the
-draft row, p = q, a rejected last position, full acceptance with the bonus, greedy ties,
-non-finite rows). Masses are exact rationals; temperatures are 1 / m so that the tempered law
-p^m / sum p^m stays rational."""
+wrong (ties at the top-k edge, one case per tie rule, top-p exactly on a cumulative sum, min-p
+binding, zeros in the draft row, p = q, a rejected last position, full acceptance with the
+bonus, greedy ties, non-finite rows). Masses are exact rationals; temperatures are 1 / m so
+that the tempered law p^m / sum p^m stays rational."""
 
 from __future__ import annotations
 
@@ -56,6 +56,10 @@ def _u(*sixty_fourths: int) -> tuple[F, ...]:
     return tuple(U * v for v in sixty_fourths)
 
 
+TIE_TARGET = (_r(4, 3, 3, 2), _r(1, 3, 3, 3), _r(5, 2, 2, 1))
+"""Target rows with a tie at the top-2 edge in every row."""
+TIE_DRAFT = (_r(1, 1, 1, 1), _r(2, 1, 1, 1))
+
 CASES: tuple[GoldenCase, ...] = (
     GoldenCase(
         "basic",
@@ -98,12 +102,25 @@ CASES: tuple[GoldenCase, ...] = (
         uniforms=((_u(63, 63), U * 12), (_u(0, 0), U * 45)),
     ),
     GoldenCase(
-        "top-k-tie",
-        "top-k 2 with a tie at the edge (ranks 2 and 3 equal): ties go to the lower id",
-        (_r(4, 3, 3, 2), _r(1, 3, 3, 3), _r(5, 2, 2, 1)),
-        (_r(1, 1, 1, 1), _r(2, 1, 1, 1)),
+        "top-k-tie-keep-ties",
+        "top-k 2 with a tie at the edge (ranks 2 and 3 equal): every token as probable as the "
+        "k-th is kept, 3 tokens, as vLLM (apply_top_k_only), HF transformers (TopKLogitsWarper) "
+        "and FlashInfer (its top-k sampling and renorm kernels) do",
+        TIE_TARGET,
+        TIE_DRAFT,
         (2, 1),
-        Sampling(top_k=2),
+        Sampling(top_k=2, order="vllm"),
+        uniforms=((_u(20, 20), U * 30), (_u(1, 40), U * 60)),
+    ),
+    GoldenCase(
+        "top-k-tie-exactly-k",
+        "the same rows cut to exactly k = 2 tokens, the lower id of the tied ones, as llama.cpp "
+        "(llama_sampler_top_k_impl: a partial sort, then k candidates; GCC's std::partial_sort "
+        "keeps the lower ids on these rows), so the draft of token 2 is always rejected",
+        TIE_TARGET,
+        TIE_DRAFT,
+        (2, 1),
+        Sampling(top_k=2, order="llama.cpp"),
         uniforms=((_u(20, 20), U * 30), (_u(1, 40), U * 60)),
     ),
     GoldenCase(

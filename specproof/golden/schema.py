@@ -1,17 +1,32 @@
-"""The JSON Schema (draft 2020-12) of the golden law vectors, written beside them."""
+"""The JSON Schema (draft 2020-12) of the golden law vectors, written beside them. Every field is
+constrained: exact fractions are non-negative with a positive denominator (non-finite strings
+only in raw input rows), masses and probabilities lie in [0, 1], uniforms in [0, 1), the filter
+order is one of the reference's, and there is at least one case. What a schema cannot say (a
+row sums to 1, a float is its fraction, a uniform list holds one entry per draft) the C
+consumer checks (``golden/c/check_golden.c``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from specproof.reference.filters import FILTER_ORDERS
+
 from .vectors import FORMAT, VERSION
 
-FRACTION = {"type": "string", "pattern": r"^(-?[0-9]+(/[0-9]+)?|nan|inf|-inf)$"}
+EXACT = r"(0|[1-9][0-9]*)(/[1-9][0-9]*)?"
+FRACTION = {"type": "string", "pattern": f"^{EXACT}$"}
+"""An exact non-negative fraction a or a/b (b > 0), as ``str(Fraction)`` writes it."""
+RAW_MASS = {"type": "string", "pattern": f"^({EXACT}|nan|inf|-inf)$"}
+"""A raw input mass: an exact fraction, or non-finite in the cases the reference refuses."""
 MAYBE_FLOAT = {"type": ["number", "null"]}
+MASS_FLOAT = {"type": "number", "minimum": 0, "maximum": 1}
+UNIFORM_FLOAT = {"type": "number", "minimum": 0, "exclusiveMaximum": 1}
+TOKEN = {"type": "integer", "minimum": 0}
+TOKENS = {"type": "array", "items": TOKEN, "minItems": 1}
 
 
 def _rows(item: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "array", "items": item}}
+    return {"type": "array", "items": {"type": "array", "items": item, "minItems": 1}}
 
 
 def _optional(item: dict[str, Any]) -> dict[str, Any]:
@@ -33,13 +48,13 @@ SAMPLING = {
     ],
     "properties": {
         "temperature": FRACTION,
-        "temperature_float": {"type": "number"},
+        "temperature_float": {"type": "number", "minimum": 0},
         "top_k": {"type": ["integer", "null"], "minimum": 1},
         "top_p": _optional(FRACTION),
-        "top_p_float": MAYBE_FLOAT,
+        "top_p_float": _optional({"type": "number", "exclusiveMinimum": 0, "maximum": 1}),
         "min_p": _optional(FRACTION),
-        "min_p_float": MAYBE_FLOAT,
-        "filter_order": {"type": "string"},
+        "min_p_float": _optional(MASS_FLOAT),
+        "filter_order": {"type": "string", "enum": list(FILTER_ORDERS)},
         "greedy": {"type": "boolean"},
     },
     "additionalProperties": False,
@@ -59,12 +74,12 @@ INPUTS = {
     ],
     "properties": {
         "vocab": {"type": "integer", "minimum": 1},
-        "draft_ids": {"type": "array", "items": {"type": "integer", "minimum": 0}},
-        "target_probs": _rows(FRACTION),
-        "target_probs_float": _rows(MAYBE_FLOAT),
+        "draft_ids": {"type": "array", "items": TOKEN},
+        "target_probs": _rows(RAW_MASS),
+        "target_probs_float": _rows(_optional(MASS_FLOAT)),
         "target_logits": _rows(MAYBE_FLOAT),
-        "draft_probs": _rows(FRACTION),
-        "draft_probs_float": _rows(MAYBE_FLOAT),
+        "draft_probs": _rows(RAW_MASS),
+        "draft_probs_float": _rows(_optional(MASS_FLOAT)),
         "draft_logits": _rows(MAYBE_FLOAT),
         "sampling": SAMPLING,
     },
@@ -75,9 +90,9 @@ OUTCOME = {
     "required": ["accepted", "emitted", "probability", "probability_float"],
     "properties": {
         "accepted": {"type": "integer", "minimum": 0},
-        "emitted": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1},
+        "emitted": TOKENS,
         "probability": FRACTION,
-        "probability_float": {"type": "number"},
+        "probability_float": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
     },
     "additionalProperties": False,
 }
@@ -93,11 +108,11 @@ WITH_UNIFORMS = {
     ],
     "properties": {
         "accept_uniforms": {"type": "array", "items": FRACTION},
-        "accept_uniforms_float": {"type": "array", "items": {"type": "number"}},
+        "accept_uniforms_float": {"type": "array", "items": UNIFORM_FLOAT},
         "draw_uniform": FRACTION,
-        "draw_uniform_float": {"type": "number"},
+        "draw_uniform_float": UNIFORM_FLOAT,
         "accepted": {"type": "integer", "minimum": 0},
-        "emitted": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1},
+        "emitted": TOKENS,
     },
     "additionalProperties": False,
 }
@@ -121,7 +136,7 @@ EXPECTED = {
             "properties": {
                 "refused": {"const": False},
                 "processed_target": _rows(FRACTION),
-                "processed_target_float": _rows(MAYBE_FLOAT),
+                "processed_target_float": _rows(MASS_FLOAT),
                 "law": {"type": "array", "items": OUTCOME, "minItems": 1},
                 "with_uniforms": {"type": "array", "items": WITH_UNIFORMS},
             },
@@ -144,11 +159,12 @@ def golden_schema() -> dict[str, Any]:
             "convention": {"type": "string"},
             "cases": {
                 "type": "array",
+                "minItems": 1,
                 "items": {
                     "type": "object",
                     "required": ["name", "description", "inputs", "expected"],
                     "properties": {
-                        "name": {"type": "string"},
+                        "name": {"type": "string", "minLength": 1},
                         "description": {"type": "string"},
                         "inputs": INPUTS,
                         "expected": EXPECTED,

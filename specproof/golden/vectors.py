@@ -33,7 +33,9 @@ CONVENTION = (
     "Greedy cases keep drafts while they equal the argmax of the raw target row (ties to the "
     "lowest id) and emit the argmax after. The processed target row is the raw row at the "
     "temperature (p^(1/T) renormalised), then top-k, top-p and min-p in the declared order "
-    "(specproof.reference.filters.filtered). target_logits and draft_logits are ln of the rows "
+    "(specproof.reference.filters.filtered); at a tie with the k-th token, top-k keeps every "
+    "tied token in the orders vllm, sequential and joint, and exactly k tokens (the lower ids) "
+    "in the order llama.cpp. target_logits and draft_logits are ln of the rows "
     "(null: zero mass), for engines that take logits. Fractions are exact strings; *_float "
     "fields are the nearest doubles (null where the string is nan or inf)."
 )

@@ -87,7 +87,8 @@ def test_the_law_of_every_round_sums_to_one_and_floats_match_fractions() -> None
 def test_the_boundary_cases_are_there() -> None:
     names = {c["name"] for c in shipped()["cases"]}
     assert {
-        "top-k-tie", "top-p-exact", "min-p-binding", "draft-zeros", "p-equals-q",
+        "top-k-tie-keep-ties", "top-k-tie-exactly-k", "top-p-exact", "min-p-binding",
+        "draft-zeros", "p-equals-q",
         "rejected-last", "all-accepted-bonus", "nonfinite-target", "nonfinite-draft",
         "greedy-ties", "filters-sequential", "filters-joint",
     } <= names  # fmt: skip
@@ -95,6 +96,77 @@ def test_the_boundary_cases_are_there() -> None:
     # The last draft of rejected-last has no target mass: no outcome keeps both drafts.
     assert all(o["accepted"] < 2 for o in by_name["rejected-last"]["law"])
     assert all(o["accepted"] == 2 for o in by_name["all-accepted-bonus"]["law"])
+
+
+def fractions(rows: list[list[str]]) -> list[list[Fraction]]:
+    return [[Fraction(v) for v in row] for row in rows]
+
+
+def test_the_top_k_tie_vectors_follow_each_tie_rule_by_hand() -> None:
+    """Regression: the one tie vector (``top-k-tie``) kept exactly k, the lower id, under the
+    label of vLLM and HF, which keep every tied token. Rows (4, 3, 3, 2), (1, 3, 3, 3),
+    (5, 2, 2, 1) / their sums at k = 2: keeping ties gives 3 tokens per row, exactly k the 2
+    lower ids."""
+    by_name = {c["name"]: c for c in shipped()["cases"]}
+    assert "top-k-tie" not in by_name
+    keep, exact = by_name["top-k-tie-keep-ties"], by_name["top-k-tie-exactly-k"]
+    f = Fraction
+    assert fractions(keep["expected"]["processed_target"]) == [
+        [f(2, 5), f(3, 10), f(3, 10), 0],
+        [0, f(1, 3), f(1, 3), f(1, 3)],
+        [f(5, 9), f(2, 9), f(2, 9), 0],
+    ]
+    assert fractions(exact["expected"]["processed_target"]) == [
+        [f(4, 7), f(3, 7), 0, 0],
+        [0, f(1, 2), f(1, 2), 0],
+        [f(5, 7), f(2, 7), 0, 0],
+    ]
+    assert keep["inputs"]["sampling"]["filter_order"] == "vllm"
+    assert exact["inputs"]["sampling"]["filter_order"] == "llama.cpp"
+    for engine in ("vLLM", "HF transformers", "FlashInfer"):
+        assert engine in keep["description"]
+    assert "llama.cpp" in exact["description"] and "exactly k" in exact["description"]
+
+
+def oracle_law(case: dict[str, Any]) -> dict[tuple[int, ...], Fraction]:
+    """The law of one chain round, written here from the convention alone (not the reference):
+    draft k accepted with probability min(1, p/q); at a rejection the correction law
+    norm(max(p - q, 0)); after every draft the bonus from the last row. Greedy: the argmax
+    (lowest id) of the processed rows, deterministically."""
+    p = fractions(case["expected"]["processed_target"])
+    q = fractions(case["inputs"]["draft_probs"])
+    ids = case["inputs"]["draft_ids"]
+    law: dict[tuple[int, ...], Fraction] = {}
+    if case["inputs"]["sampling"]["greedy"]:
+        out: list[int] = []
+        for k, x in enumerate([*ids, None]):
+            best = max(range(len(p[k])), key=lambda v: (p[k][v], -v))
+            out.append(best)
+            if best != x:
+                break
+        return {tuple(out): Fraction(1)}
+    reach = Fraction(1)
+    for k, x in enumerate(ids):
+        accept = min(Fraction(1), p[k][x] / q[k][x]) if q[k][x] > 0 else Fraction(1)
+        residual = [max(a - b, Fraction(0)) for a, b in zip(p[k], q[k], strict=True)]
+        total = sum(residual, Fraction(0))
+        for v, weight in enumerate(residual):
+            if weight > 0 and accept < 1:
+                law[(*ids[:k], v)] = reach * (1 - accept) * weight / total
+        reach *= accept
+    for v, mass in enumerate(p[len(ids)]):
+        if mass > 0 and reach > 0:
+            law[(*ids, v)] = reach * mass
+    return law
+
+
+def test_an_independent_fraction_oracle_gives_every_law() -> None:
+    """Every non-refused vector's law equals the oracle's exactly, from the processed rows."""
+    for case in shipped()["cases"]:
+        if case["expected"]["refused"]:
+            continue
+        want = {tuple(o["emitted"]): Fraction(o["probability"]) for o in case["expected"]["law"]}
+        assert oracle_law(case) == want, case["name"]
 
 
 def test_a_uniform_on_a_threshold_is_refused() -> None:
@@ -125,8 +197,19 @@ def validate(value: Any, schema: dict[str, Any], where: str = "$") -> list[str]:
         errors.append(f"{where}: {value!r} != {schema['const']!r}")
     if "pattern" in schema and isinstance(value, str) and not re.search(schema["pattern"], value):
         errors.append(f"{where}: {value!r} does not match {schema['pattern']}")
-    if "minimum" in schema and isinstance(value, int) and value < schema["minimum"]:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if "minimum" in schema and number and value < schema["minimum"]:
         errors.append(f"{where}: {value} < {schema['minimum']}")
+    if "maximum" in schema and number and value > schema["maximum"]:
+        errors.append(f"{where}: {value} > {schema['maximum']}")
+    if "exclusiveMinimum" in schema and number and value <= schema["exclusiveMinimum"]:
+        errors.append(f"{where}: {value} <= {schema['exclusiveMinimum']}")
+    if "exclusiveMaximum" in schema and number and value >= schema["exclusiveMaximum"]:
+        errors.append(f"{where}: {value} >= {schema['exclusiveMaximum']}")
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{where}: {value!r} is not one of {schema['enum']}")
+    if "minLength" in schema and isinstance(value, str) and len(value) < schema["minLength"]:
+        errors.append(f"{where}: shorter than {schema['minLength']}")
     if "minItems" in schema and len(value) < schema["minItems"]:
         errors.append(f"{where}: fewer than {schema['minItems']} items")
     if "items" in schema:
@@ -154,6 +237,38 @@ def test_the_vectors_follow_their_schema_and_a_stray_key_does_not() -> None:
     assert validate(document, golden_schema()) == [
         "$.cases[0].expected: 0 of the oneOf options match"
     ]
+
+
+def _sampling(document: dict[str, Any]) -> dict[str, Any]:
+    return document["cases"][0]["inputs"]["sampling"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (lambda d: _sampling(d).update(filter_order="reverse"), "filter_order: 'reverse'"),
+        (lambda d: d["cases"][0]["inputs"]["target_probs"][0].__setitem__(0, "-1/2"), "-1/2"),
+        (lambda d: _sampling(d).update(top_p="1/0", top_p_float=0.5), "top_p: 0 of the anyOf"),
+        (lambda d: _sampling(d).update(temperature="-1", temperature_float=-1.0), "-1"),
+        (lambda d: d.update(cases=[]), "$.cases: fewer than 1 items"),
+        (
+            lambda d: d["cases"][0]["expected"]["law"][0].update(probability_float=1.5),
+            "expected: 0",
+        ),
+        (
+            lambda d: d["cases"][0]["expected"]["with_uniforms"][0].update(draw_uniform_float=1.0),
+            "expected: 0 of the oneOf",
+        ),
+    ],
+    ids=["order", "negative", "zero-denominator", "temperature", "no-cases", "prob", "uniform"],
+)
+def test_the_schema_constrains_every_field(change: Any, error: str) -> None:
+    """Regression: the schema accepted any filter_order string, negative fractions, 1/0, a
+    negative temperature and an empty case list."""
+    document = shipped()
+    change(document)
+    errors = validate(document, golden_schema())
+    assert errors and any(error in e for e in errors), errors
 
 
 def test_the_command_writes_both_files_and_refuses_a_file_as_folder(

@@ -34,14 +34,12 @@ def near_boundary(probs: list[Fraction], top_p: float | None, min_p: float | Non
 def test_truncation_keeps_the_reference_support_in_vllm_order() -> None:
     """Every cut combination on 300 random rows: the tokens left finite are the support of
     ``reference.filters.filtered(order="vllm")`` (exact; cases within MARGIN of a cut skipped;
-    the cut after min-p and top-k sees the law they renormalised, which a wrong order misses;
-    distinct masses, see below)."""
+    the cut after min-p and top-k sees the law they renormalised, which a wrong order misses)."""
     rng = torch.Generator().manual_seed(5)
     checked = 0
     for _ in range(300):
         vocab = 6
-        # Distinct masses: at an exact tie vLLM keeps every tied token at the top-k cut
-        # (as this step does), the reference breaks the tie by id.
+        # Distinct masses: ties at the top-k cut are tests/audit/test_top_k_ties.py's.
         weights = (torch.randperm(40, generator=rng)[:vocab] + 1).tolist()
         total = sum(weights)
         probs = [Fraction(w, total) for w in weights]

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from specproof.reference.filters import (
     FILTER_ORDERS,
     ORDER_STEPS,
+    TOP_K_TIES,
     FilterOrder,
     filtered,
     ranked,
@@ -185,11 +186,13 @@ def test_each_order_is_its_documented_composition(
 ) -> None:
     """vLLM: min-p on the tempered law, renormalised, then top-k, renormalised, then top-p.
     transformers: top-k, then top-p, then min-p, each on the law the last left. joint: top-k
-    and top-p on the full law, then min-p. llama.cpp at T = 1: transformers' order. Each
-    composed from one-filter calls."""
+    and top-p on the full law, then min-p. llama.cpp at T = 1: transformers' order with its own
+    top-k tie rule. Each composed from one-filter calls."""
 
     def then(law: tuple[F, ...], **one: object) -> tuple[F, ...]:
         return filtered(law, **one)  # type: ignore[arg-type]
+
+    llama_cpp_top_k = filtered(probs, top_k=top_k, order="llama.cpp")
 
     every = {"top_k": top_k, "top_p": top_p, "min_p": min_p}
     vllm = then(then(then(probs, min_p=min_p), top_k=top_k), top_p=top_p)
@@ -200,7 +203,8 @@ def test_each_order_is_its_documented_composition(
     joint = then(on_joint, min_p=min_p)
     assert filtered(probs, order="vllm", **every) == vllm  # type: ignore[arg-type]
     assert filtered(probs, order="sequential", **every) == hf  # type: ignore[arg-type]
-    assert filtered(probs, order="llama.cpp", **every) == hf  # type: ignore[arg-type]
+    llama_cpp = then(then(llama_cpp_top_k, top_p=top_p), min_p=min_p)
+    assert filtered(probs, order="llama.cpp", **every) == llama_cpp  # type: ignore[arg-type]
     assert filtered(probs, order="joint", **every) == joint  # type: ignore[arg-type]
 
 
@@ -209,17 +213,53 @@ def test_the_orders_agree_when_one_filter_is_set(
     probs: tuple[F, ...], top_k: int | None, top_p: F | None, min_p: F | None, temperature: F
 ) -> None:
     """With a single filter, every order taking its cuts after the temperature gives the same
-    law; top-k alone does not depend on the temperature, so llama.cpp agrees too."""
+    law; top-k alone does not depend on the temperature, so the orders with one tie rule
+    agree at every temperature."""
     for one in ({"top_k": top_k}, {"top_p": top_p}, {"min_p": min_p}):
         after = {filtered(probs, order=o, **one) for o in FILTER_ORDERS if o != "llama.cpp"}  # type: ignore[arg-type]
         assert len(after) == 1
-    top_k_only = {
-        filtered(probs, order=o, top_k=top_k, temperature=temperature) for o in FILTER_ORDERS
-    }
-    assert len(top_k_only) == 1
+    for rule in set(TOP_K_TIES.values()):
+        top_k_only = {
+            filtered(probs, order=o, top_k=top_k, temperature=temperature)
+            for o in FILTER_ORDERS
+            if TOP_K_TIES[o] == rule
+        }
+        assert len(top_k_only) == 1
 
 
 def test_every_order_is_declared_with_its_steps() -> None:
     assert set(ORDER_STEPS) == set(FILTER_ORDERS)
     assert ORDER_STEPS["vllm"].index("min-p") < ORDER_STEPS["vllm"].index("top-p")
     assert ORDER_STEPS["llama.cpp"][-1] == "temperature"
+
+
+# Ties at the top-k edge ---------------------------------------------------------------------
+
+TIED = (F(3, 10), F(3, 10), F(1, 5), F(1, 5))
+"""Ranks 1 and 2 tied, and ranks 3 and 4."""
+
+
+@pytest.mark.parametrize("order", ["vllm", "sequential", "joint"])
+def test_top_k_keeps_every_token_tied_with_the_kth_where_the_engine_does(order: str) -> None:
+    """Regression: order vllm kept {0} of (0.3, 0.3, 0.2, 0.2) at k = 1, while vLLM
+    (apply_top_k_only masks logits < the k-th), HF (TopKLogitsWarper masks scores < the k-th)
+    and FlashInfer (a token stays when fewer than k tokens are more probable) keep {0, 1}."""
+    assert filtered(TIED, top_k=1, order=order) == (F(1, 2), F(1, 2), 0, 0)  # type: ignore[arg-type]
+    assert filtered(TIED, top_k=3, order=order) == TIED  # type: ignore[arg-type]
+    assert filtered(TIED, top_k=2, order=order) == (F(1, 2), F(1, 2), 0, 0)  # type: ignore[arg-type]
+
+
+def test_llama_cpp_keeps_exactly_k_the_lower_ids() -> None:
+    """llama.cpp truncates its candidates to k after a partial sort: exactly k tokens; of the
+    tied ones the reference keeps the lower ids."""
+    assert filtered(TIED, top_k=1, order="llama.cpp") == (1, 0, 0, 0)
+    assert filtered(TIED, top_k=3, order="llama.cpp") == (F(3, 8), F(3, 8), F(1, 4), 0)
+
+
+def test_each_order_states_its_top_k_tie_rule() -> None:
+    assert TOP_K_TIES == {
+        "vllm": "keep ties",
+        "sequential": "keep ties",
+        "joint": "keep ties",
+        "llama.cpp": "exactly k",
+    }
