@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import operator
 import os
 import sys
 import threading
@@ -35,6 +36,9 @@ USAGE_ERROR = 2
 INTERNAL_ERROR = 3
 INCONCLUSIVE = 4
 
+MAX_SEED = 2**62
+"""The largest seed a command or a check takes: an engine audit's run i uses seed + i, and
+torch's generators take seeds below 2^64."""
 MAX_SECONDS = min(threading.TIMEOUT_MAX, 2.0**53)
 """The longest time limit a thread wait on this platform takes (about 292 years on Linux)."""
 
@@ -119,6 +123,38 @@ def finite_float(
         if not low < value <= high:
             bound = f"at most {high:g}{ceiling}" if value > low else f"> {low:g}"
             raise argparse.ArgumentTypeError(f"{name} must be {bound}, got {text}")
+        return value
+
+    return parse
+
+
+def seed_problem(name: str, value: object) -> str | None:
+    """Why ``value`` is no seed (one line naming ``name``), or None: a seed is a whole number
+    (not a bool) in 0..2^62."""
+    try:
+        seed = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        seed = None
+    if seed is None or isinstance(value, bool):
+        return f"{name} must be a whole number in 0..2^62, got {value!r}"
+    if not 0 <= seed <= MAX_SEED:
+        return f"{name} must be in 0..2^62 ({MAX_SEED}), got {seed}"
+    return None
+
+
+def seed_argument(name: str) -> Callable[[str], int]:
+    """An argparse type for a seed: a whole number in 0..2^62."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be a whole number, got {text!r}"
+            ) from None
+        problem = seed_problem(name, value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
         return value
 
     return parse
