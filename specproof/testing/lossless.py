@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from specproof.audit.cases import verifier_problems
+from specproof.audit.cases import applies, verifier_problems
 from specproof.audit.engine import Engine, audit_engine
 from specproof.audit.engine.audit import DEFAULT_TOKENS, ENGINE_TIMEOUT
 from specproof.audit.problems import TableProblem
@@ -70,6 +70,16 @@ def default_cases(signature: Signature) -> tuple[str, ...]:
     """The cases a check runs unless told: :data:`CASES`, or :data:`HF_CASES` for a signature
     called once per row."""
     return HF_CASES if signature_named(signature).calls_per_row else CASES
+
+
+def signature_cases(signature: Signature) -> tuple[str, ...]:
+    """The default cases ``signature`` can express, in the battery's order: what a call runs
+    unless told, and a base to add others to (``signature_cases("vllm") + LARGE_CASES``; a
+    case the signature cannot express is refused)."""
+    shape = signature_named(signature)
+    return tuple(
+        p.name for p in plugin_problems(default_cases(shape), 0, shape) if applies(p, shape)
+    )
 
 
 TWIN_CASE = "small-vocab"

@@ -112,3 +112,32 @@ def test_register_still_takes_a_well_formed_signature() -> None:
         assert "vllm-target-past-the-call" in signature_names()
     finally:
         unregister(registered.name)
+
+
+def _signature_and_case() -> list[object]:
+    from specproof.testing.lossless import signature_cases
+
+    verifiers = {
+        "flashinfer": examples.chain_speculative_sampling,
+        "vllm": examples.rejection_sample,
+        "vllm-logits": examples.rejection_sample_logits,
+        "hf": examples.speculative_sampling,
+    }
+    return [
+        pytest.param(verifiers[signature], signature, case, marks=pytest.mark.slow)
+        for signature in verifiers
+        for case in signature_cases(signature)
+    ]
+
+
+@pytest.mark.parametrize(("verifier", "signature", "case"), _signature_and_case())
+def test_the_twin_of_a_correct_verifier_fails_on_each_default_case_alone(
+    verifier: Any, signature: str, case: str
+) -> None:
+    """A call with any one default case keeps its teeth: the twin of a correct verifier fails
+    that case (measured: on its exact support row in every case but one-hot-draft, where the
+    round row fails; each with probability >= 0.9 at level quick)."""
+    outcome = assert_lossless(
+        verifier, signature=signature, cases=(case,), level="quick", calls=False
+    )
+    assert outcome.twin is not None and {r.case for r in outcome.twin.results} == {case}
