@@ -26,7 +26,7 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -51,12 +51,29 @@ EXIT_STATUS_HELP = (
 )
 
 
+FOLDER = "DIR"
+"""The metavar of a folder argument: an empty one (``--out ''``, the current folder in
+disguise) is a usage error."""
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line naming the argument, exit 2."""
+    """An argument parser whose usage errors are one line naming the argument, exit 2; a
+    folder argument (metavar ``DIR``) given an empty name is one of them."""
 
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: {message} (see --help)", file=sys.stderr)
         raise SystemExit(USAGE_ERROR)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            value = getattr(parsed, action.dest, None)
+            if action.metavar == FOLDER and isinstance(value, str) and not value.strip():
+                name = "/".join(action.option_strings) or action.dest
+                self.error(f"argument {name}: is empty: name a folder")
+        return parsed, extras
 
 
 def usage_error(prog: str, message: str) -> int:

@@ -108,8 +108,6 @@ def _whole(name: str) -> Callable[[str], int]:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser().parse_args(argv)
-    if not args.out.strip():
-        return usage_error(PROG, "--out is empty: name a folder")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         return usage_error(PROG, f"--out {out} exists and is not a folder")

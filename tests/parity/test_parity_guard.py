@@ -171,7 +171,29 @@ def test_bad_cases_are_usage_errors_before_any_call(
     assert not (tmp_path / "r").exists()
 
 
-def test_an_empty_out_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main([*VERIFIER, "specproof.subjects.examples:rejection_sample", "--out", ""])
-    assert code == 2
-    assert "--out is empty" in capsys.readouterr().err
+def test_an_empty_out_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: --out '' wrote report.md into the current folder."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main([*VERIFIER, "specproof.subjects.examples:rejection_sample", "--out", ""])
+    assert exit_info.value.code == 2
+    assert "argument --out: is empty: name a folder" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("out", ["", " "])
+def test_golden_refuses_an_empty_out(
+    out: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: specproof golden --out '' wrote its vectors into the current folder."""
+    from specproof.golden.cli import main as golden
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        golden(["--out", out])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "specproof golden: argument --out: is empty: name a folder (see --help)"
+    assert list(tmp_path.iterdir()) == []
