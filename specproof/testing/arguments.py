@@ -39,6 +39,13 @@ def checked_count(name: str, value: object, low: int = 1) -> int:
     return number
 
 
+def checked_switch(name: str, value: object) -> bool:
+    """``value`` as True or False (a truthy string such as "no" is refused, not read as on)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 def checked_timeout(timeout: object) -> float:
     """``timeout`` as a finite number of seconds > 0 that a thread wait takes."""
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):

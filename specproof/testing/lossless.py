@@ -31,6 +31,7 @@ from .arguments import (
     checked_count,
     checked_filter_order,
     checked_seed,
+    checked_switch,
     checked_timeout,
     expressible,
 )
@@ -261,6 +262,7 @@ def verifier_outcome(
     seed = checked_seed(seed)
     order = checked_filter_order(filter_order)
     limits = CallLimits(checked_count("max_batch", max_batch), checked_timeout(timeout))
+    calls, twin = checked_switch("calls", calls), checked_switch("twin", twin)
     problems = verifier_plan(verifier, shape, cases, seed, order)
     rates = ErrorRates(chosen.alpha, chosen.beta, chosen.delta)
     report = audit_verifier(
@@ -268,7 +270,7 @@ def verifier_outcome(
         shape,
         seed=seed,
         problems=problems,
-        calls=bool(calls),
+        calls=calls,
         robustness=False,
         rates=rates,
         limits=limits,
@@ -340,6 +342,7 @@ def engine_outcome(
     tokens = checked_count("num_new_tokens", num_new_tokens)
     seed = checked_seed(seed)
     seconds = checked_timeout(timeout)
+    twin = checked_switch("twin", twin)
     rates = ErrorRates(chosen.alpha, chosen.beta, chosen.delta)
     report = audit_engine(engine, num_new_tokens=tokens, seed=seed, rates=rates, timeout=seconds)
     twin_report = None

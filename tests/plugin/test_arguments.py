@@ -52,6 +52,8 @@ def no_calls_yet() -> Iterator[None]:
         ({"timeout": float("nan")}, r"timeout must be > 0 and finite"),
         ({"filter_order": "backwards"}, r"filter_order must be one of"),
         ({"level": "slow"}, r"specproof level must be one of full, quick"),
+        ({"calls": "no"}, r"calls must be True or False, got 'no'"),
+        ({"twin": 0}, r"twin must be True or False, got 0"),
     ],
 )
 def test_bad_verifier_arguments_are_refused_before_any_call(
