@@ -27,6 +27,7 @@ from specproof.callables import load_callable
 from specproof.command_rules import INCONCLUSIVE, PASSED, ROW_FAILED
 from specproof.testing.levels import level_named
 from specproof.testing.lossless import (
+    BROKEN_CHECKS,
     ENGINE_TWIN,
     VERIFIER_TWIN,
     Outcome,
@@ -48,6 +49,14 @@ Report = Callable[[], tuple[str, int]]
 def rounds_of(report: AuditReport, case: str) -> int | None:
     """The rounds (or runs) the audit sampled in ``case``: the n of its first sampled row."""
     return next((r.n for r in report.results if r.case == case and r.n is not None), None)
+
+
+def broke(report: AuditReport, case: str) -> bool:
+    """Whether a call of the subject broke ``case`` (it raised, hung or answered out of shape):
+    its positions are then not drawn again."""
+    return any(
+        r.case == case and r.verdict == "FAIL" and r.check in BROKEN_CHECKS for r in report.results
+    )
 
 
 def draw(sections: list[Section], out: Path, notes: list[str]) -> None:
@@ -106,6 +115,8 @@ def verifier_report(
     rounds = rounds_of(outcome.report, request.plot_case)
     if rounds is None:
         notes.append(f"no positions shown: case {request.plot_case} was not sampled")
+    elif broke(outcome.report, request.plot_case):
+        notes.append(f"no positions shown: the verifier broke case {request.plot_case} (row above)")
     elif abandoned_calls():
         notes.append("no positions shown: a call of the verifier is still running")
     else:
@@ -204,6 +215,8 @@ def engine_report(
     notes: list[str] = []
     if abandoned_calls():
         notes.append("no positions shown: a call of the engine is still running")
+    elif broke(outcome.report, engine.name):
+        notes.append("no positions shown: the engine broke the audit's runs (row above)")
     else:
         failed = engine_positions(engine, outcome, request, sections, notes)
         if failed is not None:

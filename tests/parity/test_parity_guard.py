@@ -49,7 +49,9 @@ def test_a_verifier_that_exits_or_raises_fails_a_row_of_a_written_report(
     code, lines = report(tmp_path, *VERIFIER, f"{HERE}:{subject}")
     assert code == 1
     assert lines[0].startswith(f"# FAIL: {HERE}:{subject}: ")
-    assert found in "\n".join(lines)
+    text = "\n".join(lines)
+    assert found in text
+    assert "no positions shown: the verifier broke case small-vocab" in text
 
 
 def test_a_hanging_verifier_fails_the_timeout_row(tmp_path: Path) -> None:
