@@ -63,8 +63,12 @@ Left out for CI time: the large vocabularies (``large-vocab``, V = 50257, and
 more), ``long-ragged`` and the four adversarial cases, which ``specproof audit`` runs with the
 rare-event hunt."""
 LARGE_CASES = ("large-vocab-long",)
+FILTER_CASES = CASES[-4:]
+"""The binding-filter cases (top-k with top-p, min-p, min-p with top-p, min-p with the
+temperature), in the order of the signature's engine or ``filter_order=``."""
 HF_CASES = ("small-vocab", "zeros", "requests-random")
-"""A signature called once per row (batch 1, as ``hf``): its default is these cases only."""
+"""A signature called once per row (batch 1, as ``hf``): its default is these cases only
+(``HF_CASES + FILTER_CASES`` adds the filter cases, about 7 s more at level full)."""
 
 
 def default_cases(signature: Signature) -> tuple[str, ...]:

@@ -145,3 +145,15 @@ def test_a_subjects_value_error_is_a_failed_row_not_an_argument_error() -> None:
 def test_a_report_without_rows_prints_a_table() -> None:
     """AuditReport.table() on a report with no row (every case skipped) raised TypeError."""
     assert AuditReport("fn", "verifier").table().startswith("case  check  n  result  verdict")
+
+
+def test_the_filter_cases_are_the_four_binding_ones() -> None:
+    from specproof.testing.lossless import CASES, FILTER_CASES
+
+    assert FILTER_CASES == (
+        "filters-order",
+        "filters-min-p",
+        "filters-min-p-top-p",
+        "filters-min-p-temperature",
+    )
+    assert set(FILTER_CASES) <= set(CASES)
