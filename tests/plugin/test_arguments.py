@@ -157,3 +157,13 @@ def test_the_filter_cases_are_the_four_binding_ones() -> None:
         "filters-min-p-temperature",
     )
     assert set(FILTER_CASES) <= set(CASES)
+
+
+def test_an_engines_value_error_is_a_failed_row_not_an_argument_error() -> None:
+    def target_probs(sequences: Any) -> Any:
+        raise ValueError("no such layer")
+
+    with pytest.raises(AssertionError, match=r"target_probs .*raised ValueError: no such layer"):
+        assert_engine_lossless(
+            engines.generate, target_probs, engines.PROMPT, num_new_tokens=2, level="quick"
+        )
