@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import operator
 import os
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -35,6 +36,9 @@ USAGE_ERROR = 2
 INTERNAL_ERROR = 3
 INCONCLUSIVE = 4
 
+MAX_SEED = 2**62
+"""The largest seed a command or a check takes: an engine audit's run i uses seed + i, and
+torch's generators take seeds below 2^64."""
 MAX_SECONDS = min(threading.TIMEOUT_MAX, 2.0**53)
 """The longest time limit a thread wait on this platform takes (about 292 years on Linux)."""
 
@@ -47,12 +51,29 @@ EXIT_STATUS_HELP = (
 )
 
 
+FOLDER = "DIR"
+"""The metavar of a folder argument: an empty one (``--out ''``, the current folder in
+disguise) is a usage error."""
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line naming the argument, exit 2."""
+    """An argument parser whose usage errors are one line naming the argument, exit 2; a
+    folder argument (metavar ``DIR``) given an empty name is one of them."""
 
     def error(self, message: str) -> NoReturn:
         print(f"{self.prog}: {message} (see --help)", file=sys.stderr)
         raise SystemExit(USAGE_ERROR)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        for action in self._actions:
+            value = getattr(parsed, action.dest, None)
+            if action.metavar == FOLDER and isinstance(value, str) and not value.strip():
+                name = "/".join(action.option_strings) or action.dest
+                self.error(f"argument {name}: is empty: name a folder")
+        return parsed, extras
 
 
 def usage_error(prog: str, message: str) -> int:
@@ -119,6 +140,38 @@ def finite_float(
         if not low < value <= high:
             bound = f"at most {high:g}{ceiling}" if value > low else f"> {low:g}"
             raise argparse.ArgumentTypeError(f"{name} must be {bound}, got {text}")
+        return value
+
+    return parse
+
+
+def seed_problem(name: str, value: object) -> str | None:
+    """Why ``value`` is no seed (one line naming ``name``), or None: a seed is a whole number
+    (not a bool) in 0..2^62."""
+    try:
+        seed = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        seed = None
+    if seed is None or isinstance(value, bool):
+        return f"{name} must be a whole number in 0..2^62, got {value!r}"
+    if not 0 <= seed <= MAX_SEED:
+        return f"{name} must be in 0..2^62 ({MAX_SEED}), got {seed}"
+    return None
+
+
+def seed_argument(name: str) -> Callable[[str], int]:
+    """An argparse type for a seed: a whole number in 0..2^62."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be a whole number, got {text!r}"
+            ) from None
+        problem = seed_problem(name, value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
         return value
 
     return parse

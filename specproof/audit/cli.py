@@ -16,6 +16,7 @@ from specproof.command_rules import (
     internal_error,
     output_path_problem,
     seconds,
+    seed_argument,
     usage_error,
 )
 from specproof.reference.filters import FILTER_ORDERS
@@ -215,7 +216,12 @@ def parser() -> argparse.ArgumentParser:
         "(top-k and top-p on the same law: FlashInfer, SGLang) or llama.cpp (every cut before "
         "the temperature); default: the signature's engine's",
     )
-    out.add_argument("--seed", type=int, default=0, help="seed of the battery and the rounds")
+    out.add_argument(
+        "--seed",
+        type=seed_argument("--seed"),
+        default=0,
+        help="seed of the battery and the rounds (0..2^62)",
+    )
     out.add_argument(
         "--large-vocab",
         type=_positive(int, "--large-vocab", 1, MAX_VOCAB),

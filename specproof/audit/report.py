@@ -196,7 +196,7 @@ class AuditReport:
             (r.case, r.check, "exact" if r.n is None else str(r.n), r.result(), r.verdict)
             for r in [*self.results, *self.robustness]
         ]
-        widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+        widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(header)]
         lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
         cells = [
             "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows

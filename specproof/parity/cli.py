@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from specproof.audit.engine.audit import DEFAULT_TOKENS
+from specproof.audit.engine.audit import DEFAULT_TOKENS, ENGINE_TIMEOUT
+from specproof.audit.engine.runs import SetupError
+from specproof.audit.settings import DEFAULT_MAX_BATCH, DEFAULT_TIMEOUT
 from specproof.audit.signatures import signature_names
 from specproof.command_rules import (
     OneLineParser,
     internal_error,
     output_path_problem,
+    seconds,
+    seed_argument,
     usage_error,
 )
 from specproof.testing.levels import DEFAULT_LEVEL, LEVELS
@@ -31,9 +36,12 @@ def parser() -> argparse.ArgumentParser:
             "write DIR/report.md for a pull request: the verdict on the first line, the exact "
             "command, versions, seed, alpha and power, the row table, and per position the "
             "observed token frequencies against the exact law with intervals (PNG plots when "
-            "matplotlib is installed). Exit status 0: every row passed and the twin failed; "
-            "1: a row failed or the twin passed; 2: usage error; 3: internal error; 4: "
-            "inconclusive (no row failed, but the rows fall short of the stated power)."
+            "matplotlib is installed). Every call of the subject goes through the audit's "
+            "guard: a subject (or engine factory) that raises, exits or runs past --timeout "
+            "fails a row, and the report is still written. Exit status 0: every row passed and "
+            "the twin failed; 1: a row failed, or the twin passed or could not run; 2: usage "
+            "error (one line, before any work); 3: internal error; 4: inconclusive (no row "
+            "failed, but the rows fall short of the stated power)."
         ),
     )
     subjects = out.add_subparsers(dest="subject", required=True, parser_class=OneLineParser)
@@ -46,6 +54,18 @@ def parser() -> argparse.ArgumentParser:
     verifier.add_argument(
         "--plot-case", default=PLOT_CASE, help=f"case whose positions are shown ({PLOT_CASE})"
     )
+    verifier.add_argument(
+        "--timeout",
+        type=seconds("--timeout"),
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds one case may run before it fails as timed out ({DEFAULT_TIMEOUT:g})",
+    )
+    verifier.add_argument(
+        "--max-batch",
+        type=_whole("--max-batch"),
+        default=DEFAULT_MAX_BATCH,
+        help=f"most requests in one call of the verifier ({DEFAULT_MAX_BATCH})",
+    )
     engine = subjects.add_parser("engine", help="a whole engine (engine level)")
     engine.add_argument("path", metavar="MODULE:FN", help="FN() returns an Engine")
     engine.add_argument(
@@ -54,11 +74,35 @@ def parser() -> argparse.ArgumentParser:
         default=DEFAULT_TOKENS,
         help=f"new tokens per run ({DEFAULT_TOKENS})",
     )
+    engine.add_argument(
+        "--timeout",
+        type=seconds("--timeout"),
+        default=ENGINE_TIMEOUT,
+        help="seconds the factory, each engine audit and the redraw may each run before the "
+        f"call still running fails the timeout row ({ENGINE_TIMEOUT:g})",
+    )
     for sub in (verifier, engine):
         sub.add_argument("--out", metavar="DIR", required=True, help="folder for report.md")
         sub.add_argument("--level", choices=sorted(LEVELS), default=DEFAULT_LEVEL)
-        sub.add_argument("--seed", type=int, default=0)
+        sub.add_argument("--seed", type=seed_argument("--seed"), default=0, help="0..2^62")
     return out
+
+
+def _whole(name: str) -> Callable[[str], int]:
+    """An argparse type: a whole number >= 1."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be a whole number, got {text!r}"
+            ) from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {text}")
+        return value
+
+    return parse
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,8 +113,31 @@ def main(argv: list[str] | None = None) -> int:
         return usage_error(PROG, f"--out {out} exists and is not a folder")
     if args.subject == "engine" and not 1 <= args.tokens <= 64:
         return usage_error(PROG, f"--tokens must be in 1..64, got {args.tokens}")
-    if not 0 <= args.seed < 2**62:
-        return usage_error(PROG, f"--seed must be in 0..2^62, got {args.seed}")
+    cases = None
+    if args.subject == "verifier" and args.cases is not None:
+        cases = tuple(args.cases.split(","))
+        if "" in cases:
+            return usage_error(PROG, f"--cases has an empty name: {args.cases!r}")
+    from .run import (
+        EngineRequest,
+        VerifierRequest,
+        prepare_engine_report,
+        prepare_verifier_report,
+    )
+
+    command = "specproof parity-report " + shlex.join(argv)
+    try:  # every argument checked (the subject imported, not yet called) before any work
+        if args.subject == "verifier":
+            request = VerifierRequest(
+                args.path, args.signature, args.level, args.seed, cases, args.plot_case,
+                args.timeout, args.max_batch,
+            )  # fmt: skip
+            work = prepare_verifier_report(request, out, command=command)
+        else:
+            engine = EngineRequest(args.path, args.level, args.seed, args.tokens, args.timeout)
+            work = prepare_engine_report(engine, out, command=command)
+    except ValueError as error:
+        return usage_error(PROG, str(error))
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -78,24 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     problem = output_path_problem("--out", str(out / REPORT))
     if problem:
         return usage_error(PROG, problem)
-    from .run import engine_report, verifier_report
-
-    command = "specproof parity-report " + shlex.join(argv)
     try:
-        if args.subject == "verifier":
-            cases = None if args.cases is None else tuple(args.cases.split(","))
-            text, status = verifier_report(
-                args.path, args.signature, out, command=command, level=args.level,
-                seed=args.seed, cases=cases, plot_case=args.plot_case,
-            )  # fmt: skip
-        else:
-            text, status = engine_report(
-                args.path, out, command=command, level=args.level, seed=args.seed,
-                tokens=args.tokens,
-            )  # fmt: skip
-    except ValueError as error:
+        text, status = work()
+    except SetupError as error:  # the engine's prompt or EOS does not fit its target
         return usage_error(PROG, str(error))
-    except Exception as error:
+    except Exception as error:  # the subject's failures are rows: this is specproof's own
         return internal_error(PROG, error)
     (out / REPORT).write_text(text)
     print(text.splitlines()[0])

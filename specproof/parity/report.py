@@ -72,6 +72,12 @@ def versions() -> list[tuple[str, str]]:
 def verdict_line(outcome: Outcome) -> str:
     report = outcome.report
     level = outcome.level
+    broken = outcome.twin_broken
+    if report.passed and broken is not None:
+        return (
+            f"# ERROR: {report.subject}: its must-fail twin could not run ({broken.result()}), "
+            "so this report cannot tell a wrong law apart"
+        )
     if report.passed and outcome.twin_escaped:
         return (
             f"# ERROR: {report.subject}: its must-fail twin passed too, so this report "

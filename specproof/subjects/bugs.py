@@ -192,12 +192,27 @@ BUGS: tuple[Bug, ...] = (
         "identical-streams",
         "every call restarts the same random stream",
         _vllm("calls", "unseeded"),
-        "warpfront/hipfire PR 627 (Aug 2026)",
+        "warpfront/hipfire PR 627 (Aug 2026); NVIDIA/TensorRT-LLM issue 19487 (Sep 2026: "
+        "serial unseeded requests return identical samples)",
         PublicClass(
             "identical streams on serial calls",
             "every call restarts the same random stream: unseeded repeated requests return "
             "identical samples",
             "identical_streams",
+        ),
+        signatures=VLLM_ONLY,
+    ),
+    Bug(
+        "request-seed-ignored",
+        "a request's own seed ignored: its draws come from the engine's one stream",
+        _vllm("calls", "repeat"),
+        "NVIDIA/TensorRT-LLM PR 17599 (Aug 2026: SamplingParams.seed ignored on the one-model "
+        "speculative path)",
+        PublicClass(
+            "per-request seed ignored",
+            "every request draws from the engine's one random stream whatever seed it carries "
+            "(the global torch generator): a seeded request does not reproduce",
+            "request_seed_ignored",
         ),
         signatures=VLLM_ONLY,
     ),
@@ -512,6 +527,22 @@ BUGS: tuple[Bug, ...] = (
         "from output position 3 on, the correction drawn from the previous position's residual",
         _vllm("large-vocab-long", "position 3"),
     ),
+    # Neither public nor a mutant: another engine's filter order where the engine keeps vLLM's.
+    Bug(
+        "min-p-after-top-p",
+        "min-p applied after top-p (transformers' order) where the engine applies it first",
+        Trigger("vllm-logits", "filters-min-p-top-p", "support"),
+        flags=BugFlags(filter_order="sequential"),
+        signatures=("vllm-logits",),
+    ),
+    Bug(
+        "min-p-before-temperature",
+        "min-p applied before the temperature (llama.cpp's order) where the engine applies "
+        "it after",
+        Trigger("vllm-logits", "filters-min-p-temperature", "support"),
+        flags=BugFlags(filter_order="llama.cpp"),
+        signatures=("vllm-logits",),
+    ),
 )
 
 CLASSES: tuple[Bug, ...] = tuple(bug for bug in BUGS if bug.public)
@@ -560,6 +591,7 @@ sequential_filters = subject(bug("sequential-filters"))
 min_p_skipped = subject(bug("min-p-skipped"))
 greedy_marker_minus_one = subject(bug("greedy-marker-minus-one"))
 identical_streams = subject(bug("identical-streams"))
+request_seed_ignored = subject(bug("request-seed-ignored"))
 uniform_grid_le = subject(bug("uniform-grid-le"))
 relaxed_from_3_drafts = subject(bug("relaxed-from-3-drafts"))
 shared_coin = subject(bug("shared-uniform"))

@@ -80,6 +80,7 @@ class BugFlags:
     greedy_marker_minus_one: bool = False
     always_greedy: bool = False
     identical_streams: bool = False
+    request_seed_ignored: bool = False
     # output layout
     zero_length_dropped: bool = False
     padding_zero: bool = False
@@ -373,6 +374,8 @@ def verify_vllm(
     batch, vocab = len(num_draft_tokens), target_probs.shape[-1]
     greedy = greedy_rows(sampling_metadata, batch, legacy=flags.greedy_marker_minus_one)
     generators = dict(getattr(sampling_metadata, "generators", None) or {})
+    if flags.request_seed_ignored:  # every request draws from the one global stream
+        generators = {}
     generator = None
     if flags.identical_streams:  # a fresh stream, seeded alike, on every call
         generator = torch.Generator().manual_seed(0)

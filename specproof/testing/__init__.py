@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TwinPassedError", "assert_engine_lossless", "assert_lossless"]
+__all__ = ["TwinError", "TwinPassedError", "assert_engine_lossless", "assert_lossless"]
 
 
 def __getattr__(name: str) -> Any:

@@ -23,6 +23,9 @@ SCHEDULER = "specproof.subjects.examples:algorithm1_schedule"
         (["--tolerance", "-1"], "tolerance must be in [0, 1)"),
         (["--hunt", "0"], "--hunt must be > 0"),
         (["--timeout", "-3"], "--timeout must be > 0"),
+        # was an OverflowError traceback and exit 3, after the battery was built
+        (["--seed", "18446744073709551616"], "--seed must be in 0..2^62"),
+        (["--seed", "-1"], "--seed must be in 0..2^62"),
     ],
 )
 def test_invalid_options_are_refused_with_a_message(

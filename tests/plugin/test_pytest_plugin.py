@@ -54,8 +54,9 @@ def test_a_correct_verifier_passes_and_its_twin_fails(pytester: pytest.Pytester)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "*false-fail rate <= 3 rows x alpha 1e-06*power >= 0.9 against TV >= 0.2*",
+            "*false-fail rate <= 5 rows x alpha 1e-06*power >= 0.9 against TV >= 0.2*",
             "*small-vocab*round*pass*",
+            "*calls*repeat*seeded rows reproduced exactly*pass*",
             "*must-fail twin (target rows shifted by one token id): FAIL as required*",
         ]
     )

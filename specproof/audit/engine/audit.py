@@ -42,6 +42,10 @@ runs (the function audit's 0.05 would take four times as many)."""
 DEFAULT_RATES = ErrorRates(delta=DEFAULT_DELTA)
 """The engine audit's rates: the verifier audit's alpha, beta and tolerance, its own delta."""
 DEFAULT_BINS = 10
+ENGINE_TIMEOUT = 3600.0
+"""Seconds a whole engine audit may run before the call still running fails as timed out: the
+default of ``specproof audit-engine --timeout``, its parity report and the plugin's engine
+check."""
 DEFAULT_TOKENS = 4
 """New tokens per run unless told (``--tokens``): the one default of every engine audit, its
 command, the tables, ``specproof parity-report engine`` and the pytest plugin's engine check."""

@@ -13,6 +13,7 @@ from specproof.command_rules import (
     internal_error,
     output_path_problem,
     seconds,
+    seed_argument,
     usage_error,
 )
 
@@ -21,16 +22,13 @@ from ..guard import describe
 from ..report import publish
 from ..run import progress_bar
 from ..settings import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, ErrorRates
-from .audit import DEFAULT_BINS, DEFAULT_DELTA, DEFAULT_TOKENS, audit_engine
+from .audit import DEFAULT_BINS, DEFAULT_DELTA, DEFAULT_TOKENS, ENGINE_TIMEOUT, audit_engine
 from .runs import SetupError
 from .subject import Engine
 
 PROG = "specproof audit-engine"
-DEFAULT_TIMEOUT = 3600.0
-"""Seconds a whole engine audit may run before the call still running fails as timed out."""
+DEFAULT_TIMEOUT = ENGINE_TIMEOUT
 MAX_BINS = 1000
-MAX_SEED = 2**62
-"""Run i uses seed + i; torch seeds must stay below 2^64."""
 
 
 def _bounded(name: str, low: int, high: int) -> Callable[[str], int]:
@@ -133,7 +131,7 @@ def parser() -> argparse.ArgumentParser:
     )
     out.add_argument(
         "--seed",
-        type=_bounded("--seed", 0, MAX_SEED),
+        type=seed_argument("--seed"),
         default=0,
         help="seed of run 0 (run i uses seed + i)",
     )
