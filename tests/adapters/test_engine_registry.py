@@ -205,3 +205,24 @@ def test_engines_lists_every_record_and_what_is_installed(
     hf = rows[0]
     assert hf["installed"][0].isdigit()  # transformers is in the default venv
     assert all(r["session"] and r["package"] and r["drafters"] for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["vllm", "--model", "tiny"], "vllm is not installed here"),
+        (["hf", "--model", "/nowhere"], "--model /nowhere: not an HF folder"),
+        (["hf", "--model", "tiny", "--draft", "/d"], "--draft goes with --model PATH"),
+        (["hf", "--model", "tiny", "--runs", "0"], "--runs must be positive"),
+        (["hf", "--model", "tiny", "--delta", "1.5"], "--delta must be in (0, 1)"),
+    ],
+)
+def test_audit_engine_refuses_what_it_cannot_run_in_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Checked before any model is built or fetched; vLLM is not in the default venv."""
+    from specproof.cli import main
+
+    assert main(["audit-engine", *argv]) == 2
+    error = capsys.readouterr().err
+    assert message in error and len(error.strip().splitlines()) == 1
