@@ -73,7 +73,7 @@ def test_a_users_folder_gives_its_vocabulary_eos_and_drafter(tiny_folders: Path)
 def test_a_folder_that_is_no_model_or_a_mismatched_drafter_is_refused(
     tiny_folders: Path, tmp_path: Path
 ) -> None:
-    with pytest.raises(ValueError, match="no config.json"):
+    with pytest.raises(ValueError, match=r"no config\.json"):
         model_from_folder(tmp_path, prompt=(1,))
     other = tmp_path / "other"
     other.mkdir()
@@ -83,9 +83,7 @@ def test_a_folder_that_is_no_model_or_a_mismatched_drafter_is_refused(
         model_from_folder(tiny_folders / "target", prompt=(1,), draft=other)
 
 
-def test_the_drafters_are_written_from_the_float_folder(
-    tiny_folders: Path, tmp_path: Path
-) -> None:
+def test_the_drafters_are_written_from_the_float_folder(tiny_folders: Path, tmp_path: Path) -> None:
     """The noised copy moves every matrix by about ``noise`` x its std and keeps the vectors;
     the truncated copy keeps the first layers, the final norm and the head."""
     import torch
