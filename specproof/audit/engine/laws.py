@@ -14,15 +14,14 @@ CHUNK = 256
 """Sequences per teacher-forced call, fewer where one call's rows would pass
 :data:`MAX_CHUNK_BYTES` (a large vocabulary): :func:`chunk_size`."""
 MAX_CHUNK_BYTES = 2 << 30
-"""What one teacher-forced call may hold: the target's answer, its checked float64 copy, the
-float64 rows taken from it and their running sum (:func:`sequence_bytes` per sequence)."""
+"""What one teacher-forced call may hold: the target's answer and the float64 rows taken from
+it (:func:`sequence_bytes` per sequence)."""
 
 
 def sequence_bytes(prompt_length: int, width: int, vocab: int) -> int:
     """Bytes one sequence of a teacher-forced call holds at its peak: the answer [L, V] (at
-    most 8 bytes an entry) and the guard's float64 copy of it, then the [width + 1, V] float64
-    rows, their renormalised copy and their cumulative sum."""
-    return 16 * (prompt_length + width) * vocab + 24 * (width + 1) * vocab
+    most 8 bytes an entry), then the [width + 1, V] float64 rows and their renormalised copy."""
+    return 8 * (prompt_length + width) * vocab + 16 * (width + 1) * vocab
 
 
 def chunk_size(prompt_length: int, width: int, vocab: int | None) -> int:
@@ -36,9 +35,10 @@ def chunk_size(prompt_length: int, width: int, vocab: int | None) -> int:
 def probability_rows(rows: torch.Tensor) -> np.ndarray:
     """float64 rows, renormalised: the float32 law the target computed, as exact as it gets."""
     out = rows.detach().to(torch.float64).cpu().numpy()
-    if not np.isfinite(out).all() or (out < 0).any():
-        raise ValueError("target_probs returned a row with a negative or non-finite mass")
     sums = out.sum(axis=-1, keepdims=True)
+    # A NaN or an infinity in a row makes its sum non-finite (checked without a pass per entry).
+    if not np.isfinite(sums).all() or out.min(initial=0.0) < 0:
+        raise ValueError("target_probs returned a row with a negative or non-finite mass")
     if (sums <= 0).any():
         raise ValueError("target_probs returned a row of zeros")
     return np.asarray(out / sums)

@@ -6,7 +6,7 @@ and its probability. :func:`token_summaries` makes the same teacher-forced calls
 group per distinct prompt, :data:`.laws.CHUNK` sequences per call) and keeps only these, so the
 audit holds O(runs x tokens) numbers plus one call's rows, whatever V is. Each number comes
 from the same float64 row by the same arithmetic as a [runs, tokens + 1, V] array would give
-(the cumulative mass is ``np.cumsum`` of the row, read at the token, minus its mass), so the
+(the cumulative mass is ``np.cumsum`` of the row up to the token, minus its mass), so the
 rows' verdicts do not depend on how the calls were chunked.
 """
 
@@ -46,13 +46,15 @@ class TokenSummaries:
     def fill(self, index: Sequence[int], runs: Sequence[Emission], rows: np.ndarray) -> None:
         """Entries of runs ``index`` (the runs themselves in ``runs``) from their rows [C, >= K +
         1, V], rows[c, k] the law of run c's token k."""
-        cdf = np.cumsum(rows, axis=-1)
-        best = np.argmax(rows, axis=-1)
+        best = np.argmax(rows[:, : self.mass.shape[1]], axis=-1)
         for chunk_row, (at, run) in enumerate(zip(index, runs, strict=True)):
             for position, token in enumerate(run.tokens):
-                mass = rows[chunk_row, position, token]
+                row = rows[chunk_row, position]
+                mass = row[token]
                 self.mass[at, position] = mass
-                self.below[at, position] = cdf[chunk_row, position, token] - mass
+                # The running sum up to the token: the same additions, in the same order, as
+                # np.cumsum of the whole row read at the token.
+                self.below[at, position] = np.cumsum(row[: token + 1])[-1] - mass
                 top = best[chunk_row, position]
                 self.best[at, position] = top
                 self.best_mass[at, position] = rows[chunk_row, position, top]
