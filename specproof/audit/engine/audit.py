@@ -12,11 +12,13 @@ from ..guard import Guard, SubjectFailure
 from ..report import AuditReport, CaseResult
 from ..run import rounds_needed
 from ..settings import ErrorRates, settled
+from .binned import BINNED_TOKENS, BinnedLaw, binned_law
 from .coverage import coverage_row
-from .laws import first_tokens_law, next_token_rows
+from .laws import chunk_size, first_tokens_law, sequence_bytes
 from .rows import (
     NEAR_TIE,
     Settings,
+    binned_law_row,
     exact_law_row,
     greedy_row,
     layout_row,
@@ -35,6 +37,7 @@ from .runs import (
 )
 from .sequence import sequence_problem, sequence_rates, simulation_problem, timed_sequence_rows
 from .subject import Emission, Engine
+from .summaries import TokenSummaries, token_summaries
 
 DEFAULT_DELTA = 0.1
 """Engines cost a model call per round; delta = 0.1 keeps a default audit to a few thousand
@@ -50,13 +53,15 @@ DEFAULT_TOKENS = 4
 """New tokens per run unless told (``--tokens``): the one default of every engine audit, its
 command, the tables, ``specproof parity-report engine`` and the pytest plugin's engine check."""
 MAX_EXACT_CELLS = 64
-"""The exact row runs when V^N is at most this."""
+"""The exact row runs when V^N is at most this; where it does not, the binned row
+(:mod:`.binned`) takes at most this many cells, so it asks no more runs than an exact row."""
 
 GREEDY_RUNS = 50
 """Runs of a greedy engine, each from its own random prompt (one prompt has one output)."""
 
 MAX_ROW_BYTES = 4 << 30
-"""The teacher-forced rows of every run, [runs, tokens + 1, V] float64, may take this much."""
+"""What the audit may hold of the target's law: one teacher-forced call's rows
+(:func:`.laws.sequence_bytes` per sequence) and every run's summaries."""
 
 
 def check_plan(
@@ -69,7 +74,7 @@ def check_plan(
         raise SetupError(
             "eos", f"EOS id {outside[0]} is outside the target's vocabulary 0..{vocab - 1}"
         )
-    size = runs * (num_new_tokens + 1) * vocab * 8
+    size = held_bytes(runs, len(engine.prompt), num_new_tokens, vocab)
     if size > MAX_ROW_BYTES:
         raise SetupError(
             "tokens",
@@ -83,20 +88,16 @@ def check_plan(
             raise SetupError("sequence", problem)
 
 
-def teacher_forced_rows(
-    probs: Callable[[torch.Tensor], torch.Tensor],
-    prompts: list[tuple[int, ...]],
-    emitted: list[Emission],
-    vocab: int,
-) -> np.ndarray:
-    """[runs, K + 1, V]: the target's law of each run's tokens; one batch per distinct prompt."""
-    width = max((len(r.tokens) for r in emitted), default=0)
-    out = np.zeros((len(emitted), width + 1, vocab))
-    for prompt in dict.fromkeys(prompts):
-        index = [i for i, p in enumerate(prompts) if p == prompt]
-        rows = next_token_rows(probs, prompt, [emitted[i].tokens for i in index])
-        out[index, : rows.shape[1]] = rows
-    return out
+SUMMARY_BYTES = 8 * 4
+"""Bytes of one run's summaries per position (:class:`.summaries.TokenSummaries`)."""
+
+
+def held_bytes(runs: int, prompt_length: int, num_new_tokens: int, vocab: int) -> int:
+    """The most the audit holds of the target's law at once: the rows of one teacher-forced
+    call and the summaries of every run (O(runs x tokens), whatever V is)."""
+    chunk = min(runs, chunk_size(prompt_length, num_new_tokens, vocab))
+    rows = chunk * sequence_bytes(prompt_length, num_new_tokens, vocab)
+    return rows + runs * num_new_tokens * SUMMARY_BYTES
 
 
 class EngineReport(AuditReport):
@@ -127,6 +128,7 @@ def audit_engine(
     bars: Bars | None = None,
     timeout: float | None = None,
     sequence_tokens: int | None = None,
+    binned_cells: int = MAX_EXACT_CELLS,
 ) -> EngineReport:
     """Run ``engine`` ``runs`` times (default: the n that gives every statistical row power
     >= 1 - beta against TV >= delta) and test what it emitted against the target's law.
@@ -138,9 +140,13 @@ def audit_engine(
     ``timeout`` seconds ends the audit with a FAIL row saying so, after the rows already run.
     Raises :class:`SetupError` (before any run) for a prompt or EOS outside the vocabulary or
     rows too large to hold. ``sequence_tokens``: also the sequence rows (:mod:`.sequence`)
-    over separate runs of that many tokens (the engine needs an EOS)."""
+    over separate runs of that many tokens (the engine needs an EOS). ``binned_cells``: the
+    cell budget of the binned row where the exact row does not run (0: no binned row)."""
     start = time.perf_counter()
     rates = settled(rates, DEFAULT_RATES, alpha=alpha, beta=beta, delta=delta, tolerance=tolerance)
+    if binned_cells == 1 or binned_cells < 0:
+        problem = f"the binned row needs 0 or at least 2 cells, not {binned_cells}"
+        raise SetupError("binned_cells", problem)
     if sequence_tokens and not engine.eos_ids:
         raise SetupError("eos", "the sequence rows need the engine's EOS (it has none)")
     if sequence_tokens:
@@ -161,19 +167,24 @@ def audit_engine(
             if exact_tokens
             else {}
         )
+        binned = None
+        if not engine.greedy and not exact_tokens and binned_cells and num_new_tokens:
+            head = min(BINNED_TOKENS, num_new_tokens)
+            binned = binned_law(probs, engine.prompt, head, engine.eos_ids, binned_cells)
         if planned is None:
             planned = GREEDY_RUNS
             if not engine.greedy:
                 uniform = dict.fromkeys(range(bins), 1 / bins)  # the PIT rows' law
-                planned = rounds_needed([uniform, law or {(): 1.0}], rates)
+                tested = law or (binned.law if binned else {(): 1.0})
+                planned = rounds_needed([uniform, tested], rates)
         check_plan(engine, vocab, planned, num_new_tokens, sequence_tokens)
         prompts = run_prompts(engine, planned, vocab, seed)
         emitted = sample_runs(engine, prompts, num_new_tokens, seed, bars, guard)
         report.results.append(layout_row(case, emitted, vocab, engine.eos_ids, num_new_tokens))
         if report.results[-1].passed:
-            rows = teacher_forced_rows(probs, prompts, emitted, vocab)
-            report.results += law_rows(case, engine, emitted, rows, law, exact_tokens, settings,
-                                       num_new_tokens, seed)  # fmt: skip
+            summaries = token_summaries(probs, prompts, emitted, vocab)
+            report.results += law_rows(case, engine, emitted, summaries, law, exact_tokens,
+                                       settings, num_new_tokens, seed, binned)  # fmt: skip
             if sequence_tokens:
                 add_sequence_rows(
                     report, engine, sequence_tokens, settings, seed, bars, guard, probs
@@ -192,14 +203,15 @@ def law_rows(
     case: str,
     engine: Engine,
     emitted: list[Emission],
-    rows: np.ndarray,
+    rows: TokenSummaries,
     law: dict[tuple[int, ...], float],
     exact_tokens: int,
     settings: Settings,
     num_new_tokens: int,
     seed: int,
+    binned: BinnedLaw | None = None,
 ) -> list[CaseResult]:
-    """support, then greedy or the exact and PIT rows, then coverage."""
+    """support, then greedy or the exact (or binned) and PIT rows, then coverage."""
     out = [support_row(case, emitted, rows)]
     if engine.greedy:
         # A tie within the tolerance (the engine's stated numeric distance from the reference)
@@ -209,6 +221,8 @@ def law_rows(
     else:
         if law:
             out.append(exact_law_row(case, emitted, law, exact_tokens, engine.eos_ids, settings))
+        if binned:
+            out.append(binned_law_row(case, emitted, binned, engine.eos_ids, settings))
         # A stream of its own: an engine seeded like run 0 must not supply the PIT's draws.
         values = pit_values(emitted, rows, num_new_tokens, np.random.default_rng([seed, 1]))
         out += pit_rows(case, values, settings)

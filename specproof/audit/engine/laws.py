@@ -3,7 +3,7 @@ the law of the first N tokens when V^N is small."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -11,30 +11,51 @@ import torch
 from .subject import TargetProbs
 
 CHUNK = 256
-"""Sequences per teacher-forced call."""
+"""Sequences per teacher-forced call, fewer where one call's rows would pass
+:data:`MAX_CHUNK_BYTES` (a large vocabulary): :func:`chunk_size`."""
+MAX_CHUNK_BYTES = 2 << 30
+"""What one teacher-forced call may hold: the target's answer and the float64 rows taken from
+it (:func:`sequence_bytes` per sequence)."""
+
+
+def sequence_bytes(prompt_length: int, width: int, vocab: int) -> int:
+    """Bytes one sequence of a teacher-forced call holds at its peak: the answer [L, V] (at
+    most 8 bytes an entry), then the [width + 1, V] float64 rows and their renormalised copy."""
+    return 8 * (prompt_length + width) * vocab + 16 * (width + 1) * vocab
+
+
+def chunk_size(prompt_length: int, width: int, vocab: int | None) -> int:
+    """Sequences per call: :data:`CHUNK`, or as many as fit :data:`MAX_CHUNK_BYTES` (at least
+    one); ``vocab`` None (not known yet): :data:`CHUNK`."""
+    if vocab is None:
+        return CHUNK
+    return max(1, min(CHUNK, MAX_CHUNK_BYTES // sequence_bytes(prompt_length, width, vocab)))
 
 
 def probability_rows(rows: torch.Tensor) -> np.ndarray:
     """float64 rows, renormalised: the float32 law the target computed, as exact as it gets."""
     out = rows.detach().to(torch.float64).cpu().numpy()
-    if not np.isfinite(out).all() or (out < 0).any():
-        raise ValueError("target_probs returned a row with a negative or non-finite mass")
     sums = out.sum(axis=-1, keepdims=True)
+    # A NaN or an infinity in a row makes its sum non-finite (checked without a pass per entry).
+    if not np.isfinite(sums).all() or out.min(initial=0.0) < 0:
+        raise ValueError("target_probs returned a row with a negative or non-finite mass")
     if (sums <= 0).any():
         raise ValueError("target_probs returned a row of zeros")
     return np.asarray(out / sums)
 
 
-def next_token_rows(
-    target_probs: TargetProbs, prompt: Sequence[int], continuations: Sequence[Sequence[int]]
-) -> np.ndarray:
-    """[R, K + 1, V]: the target's law of the token after prompt + continuation[:k], for k =
-    0..K, where K is the longest continuation (shorter ones are padded; their rows past the
-    end mean nothing)."""
+def next_token_chunks(
+    target_probs: TargetProbs,
+    prompt: Sequence[int],
+    continuations: Sequence[Sequence[int]],
+    vocab: int | None = None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """(start, rows [C, K + 1, V]) for the continuations start..start + C - 1, one teacher-forced
+    call each (:func:`next_token_rows`, a chunk at a time: nothing holds every row at once)."""
     width = max((len(c) for c in continuations), default=0)
-    out: list[np.ndarray] = []
-    for start in range(0, len(continuations), CHUNK):
-        chunk = continuations[start : start + CHUNK]
+    step = chunk_size(len(prompt), width, vocab)
+    for start in range(0, len(continuations), step):
+        chunk = continuations[start : start + step]
         batch = torch.tensor(
             [[*prompt, *c, *([0] * (width - len(c)))] for c in chunk], dtype=torch.long
         )
@@ -44,7 +65,17 @@ def next_token_rows(
                 f"target_probs returned shape {tuple(rows.shape)} for sequences "
                 f"{tuple(batch.shape)}; expected [B, L, V]"
             )
-        out.append(probability_rows(rows[:, len(prompt) - 1 :]))
+        yield start, probability_rows(rows[:, len(prompt) - 1 :])
+
+
+def next_token_rows(
+    target_probs: TargetProbs, prompt: Sequence[int], continuations: Sequence[Sequence[int]]
+) -> np.ndarray:
+    """[R, K + 1, V]: the target's law of the token after prompt + continuation[:k], for k =
+    0..K, where K is the longest continuation (shorter ones are padded; their rows past the
+    end mean nothing)."""
+    width = max((len(c) for c in continuations), default=0)
+    out = [rows for _, rows in next_token_chunks(target_probs, prompt, continuations)]
     return np.concatenate(out) if out else np.zeros((0, width + 1, 0))
 
 

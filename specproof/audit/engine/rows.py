@@ -4,6 +4,8 @@
   without an EOS.
 - ``support`` (exact): an emitted token whose processed target probability is 0.
 - ``exact`` (statistical): the law of the first N tokens against the target's, cell by cell.
+- ``exact-binned`` (statistical; where V^N is too large for ``exact``): the same law over the
+  target's most probable tokens and "other" bins (:mod:`.binned`).
 - ``pit`` (statistical): the randomized probability integral transform of every emitted token,
   U = F(x - 1) + W p(x) with W uniform, is uniform on [0, 1] under the null, and by the chain
   rule the transforms of one run's tokens are independent (a position after EOS has the point
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,7 +29,13 @@ from specproof.stats import FitResult, goodness_of_fit
 
 from ..report import CaseResult, exact_row
 from ..settings import ErrorRates
+from .binned import BinnedLaw
 from .subject import Emission
+from .summaries import TokenSummaries, summarise
+
+Rows = TokenSummaries | np.ndarray
+"""What the rows read of the target's law behind each token: its summaries, or the rows
+[runs, >= tokens, V] themselves."""
 
 NEAR_TIE = 1e-4
 """Top-2 probability margin below which a greedy mismatch is put down to float rounding."""
@@ -83,6 +91,10 @@ def fit_row(case: str, check: str, fit: FitResult, settings: Settings) -> CaseRe
     )
 
 
+def summaries_of(runs: Sequence[Emission], rows: Rows) -> TokenSummaries:
+    return rows if isinstance(rows, TokenSummaries) else summarise(runs, rows)
+
+
 def layout_row(
     case: str, runs: Sequence[Emission], vocab: int, eos: frozenset[int], num_new_tokens: int
 ) -> CaseResult:
@@ -113,13 +125,15 @@ def layout_problem(
     return ""
 
 
-def support_row(case: str, runs: Sequence[Emission], rows: np.ndarray) -> CaseResult:
-    """``rows[r, k]`` is the target's law of run r's token k."""
+def support_row(case: str, runs: Sequence[Emission], rows: Rows) -> CaseResult:
+    """``rows``: the summaries of the target's law behind each token, or the rows themselves
+    (``rows[r, k]`` the law of run r's token k)."""
+    mass = summaries_of(runs, rows).mass
     offending = [
         (index, position, token)
         for index, run in enumerate(runs)
         for position, token in enumerate(run.tokens)
-        if rows[index, position, token] == 0
+        if mass[index, position] == 0
     ]
     if not offending:
         return exact_row(case, "support", len(runs), "pass", "every token has target mass > 0")
@@ -141,6 +155,24 @@ def exact_law_row(
     return tested_row(case, f"exact(N={tokens})", counts, law, settings)
 
 
+def binned_law_row(
+    case: str,
+    runs: Sequence[Emission],
+    binned: BinnedLaw,
+    eos: frozenset[int],
+    settings: Settings,
+) -> CaseResult:
+    """The binned law of the first N tokens (:mod:`.binned`) against the runs' cells."""
+    counts = Counter(binned.cell(first_tokens(run.tokens, binned.tokens, eos)) for run in runs)
+    row = tested_row(case, binned.check, counts, binned.law, settings)
+    kept = binned.cells - binned.bins
+    what = (
+        f"binned: {kept} cells of the target's most probable tokens and {binned.bins} "
+        f"'other' bins holding mass {binned.rest_mass:.4f}"
+    )
+    return replace(row, summary=f"{row.summary}; {what}", detail=f"{row.detail}; {what}")
+
+
 def end_of(tokens: tuple[int, ...], eos: frozenset[int]) -> int | None:
     """The index of the first EOS id in ``tokens``, or None."""
     return next((i for i, t in enumerate(tokens) if t in eos), None)
@@ -153,16 +185,16 @@ def first_tokens(tokens: tuple[int, ...], count: int, eos: frozenset[int]) -> tu
 
 
 def pit_values(
-    runs: Sequence[Emission], rows: np.ndarray, num_new_tokens: int, rng: np.random.Generator
+    runs: Sequence[Emission], rows: Rows, num_new_tokens: int, rng: np.random.Generator
 ) -> np.ndarray:
     """[runs, num_new_tokens] randomized PIT values; positions after the run's end get a fresh
     uniform (the point law at EOS)."""
     values = rng.random((len(runs), num_new_tokens))
-    cdf = np.cumsum(rows, axis=-1)
+    summaries = summaries_of(runs, rows)
     for index, run in enumerate(runs):
-        for position, token in enumerate(run.tokens):
-            mass = rows[index, position, token]
-            below = cdf[index, position, token] - mass
+        for position in range(len(run.tokens)):
+            mass = summaries.mass[index, position]
+            below = summaries.below[index, position]
             values[index, position] = min(below + values[index, position] * mass, 1.0)
     return values
 
@@ -181,16 +213,17 @@ def pit_rows(case: str, values: np.ndarray, settings: Settings) -> list[CaseResu
 
 
 def greedy_row(
-    case: str, runs: Sequence[Emission], rows: np.ndarray, near_tie: float = NEAR_TIE
+    case: str, runs: Sequence[Emission], rows: Rows, near_tie: float = NEAR_TIE
 ) -> CaseResult:
+    """``rows`` as in :func:`support_row`."""
+    summaries = summaries_of(runs, rows)
     ties = 0
     for index, run in enumerate(runs):
         for position, token in enumerate(run.tokens):
-            row = rows[index, position]
-            best = int(np.argmax(row))
+            best = int(summaries.best[index, position])
             if token == best:
                 continue
-            margin = float(row[best] - row[token])
+            margin = float(summaries.best_mass[index, position] - summaries.mass[index, position])
             if margin > near_tie:
                 summary = (
                     f"token {token} for argmax {best} at run {index}, position {position + 1}: "
