@@ -180,3 +180,28 @@ def test_a_budget_of_one_cell_is_refused() -> None:
         audit_engine(engine, binned_cells=1)
     report = audit_engine(engine, binned_cells=0, runs=50)
     assert not any(r.check.startswith("exact-binned") for r in report.results)
+
+
+def test_the_command_passes_its_cell_budget_and_names_it_when_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from specproof.audit.engine import cli
+
+    engine = ["--engine", "specproof.subjects.sequence_examples:long_engine", "--quiet"]
+    seen: list[int] = []
+    real = cli.audit_engine
+
+    def audit(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        seen.append(int(kwargs["binned_cells"]))  # type: ignore[call-overload]
+        return real(*args, **{**kwargs, "runs": 20})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "audit_engine", audit)
+    cli.main([*engine, "--binned-cells", "0"])
+    cli.main(engine)
+    assert seen == [0, MAX_EXACT_CELLS]
+    assert cli.main([*engine, "--binned-cells", "1"]) == 2
+    assert "--binned-cells 1: the binned row needs 0 or at least 2 cells" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        cli.main([*engine, "--binned-cells", "257"])
+    assert refused.value.code == 2
+    assert "--binned-cells must be in 0..256" in capsys.readouterr().err
