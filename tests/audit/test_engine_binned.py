@@ -205,3 +205,18 @@ def test_the_command_passes_its_cell_budget_and_names_it_when_refused(
         cli.main([*engine, "--binned-cells", "257"])
     assert refused.value.code == 2
     assert "--binned-cells must be in 0..256" in capsys.readouterr().err
+
+
+def test_a_binned_law_too_large_to_hold_is_refused_before_its_call() -> None:
+    """63 second-token rows after an 8-token prompt at V = 2^20 would take about 6.4 GiB."""
+
+    def refuse(sequences: torch.Tensor) -> torch.Tensor:
+        if sequences.shape[0] > 1:
+            raise AssertionError("the binned law's call was made")
+        return torch.full((*sequences.shape, 2**20), 2.0**-20)
+
+    engine = Engine("huge", sampler(table(3), eos=None), refuse, tuple(range(8)))
+    with pytest.raises(
+        SetupError, match=r"binned row's 63 second-token rows at V = 1048576 need 6\.4"
+    ):
+        audit_engine(engine, runs=1)
