@@ -180,3 +180,43 @@ def test_a_budget_of_one_cell_is_refused() -> None:
         audit_engine(engine, binned_cells=1)
     report = audit_engine(engine, binned_cells=0, runs=50)
     assert not any(r.check.startswith("exact-binned") for r in report.results)
+
+
+def test_the_command_passes_its_cell_budget_and_names_it_when_refused(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from specproof.audit.engine import cli
+
+    engine = ["--engine", "specproof.subjects.sequence_examples:long_engine", "--quiet"]
+    seen: list[int] = []
+    real = cli.audit_engine
+
+    def audit(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        seen.append(int(kwargs["binned_cells"]))  # type: ignore[call-overload]
+        return real(*args, **{**kwargs, "runs": 20})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "audit_engine", audit)
+    cli.main([*engine, "--binned-cells", "0"])
+    cli.main(engine)
+    assert seen == [0, MAX_EXACT_CELLS]
+    assert cli.main([*engine, "--binned-cells", "1"]) == 2
+    assert "--binned-cells 1: the binned row needs 0 or at least 2 cells" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        cli.main([*engine, "--binned-cells", "257"])
+    assert refused.value.code == 2
+    assert "--binned-cells must be in 0..256" in capsys.readouterr().err
+
+
+def test_a_binned_law_too_large_to_hold_is_refused_before_its_call() -> None:
+    """63 second-token rows after an 8-token prompt at V = 2^20 would take about 6.4 GiB."""
+
+    def refuse(sequences: torch.Tensor) -> torch.Tensor:
+        if sequences.shape[0] > 1:
+            raise AssertionError("the binned law's call was made")
+        return torch.full((*sequences.shape, 2**20), 2.0**-20)
+
+    engine = Engine("huge", sampler(table(3), eos=None), refuse, tuple(range(8)))
+    with pytest.raises(
+        SetupError, match=r"binned row's 63 second-token rows at V = 1048576 need 6\.4"
+    ):
+        audit_engine(engine, runs=1)

@@ -179,6 +179,27 @@ def test_sampling_at_temperature_1_3_fails_the_binned_and_pit_rows() -> None:
     assert rows["pit@1"].verdict == "FAIL", report.table()
 
 
+def test_halving_the_most_probable_token_fails_the_binned_and_pit_rows() -> None:
+    """The engine draws the top rank with half its mass (0.16 moved to the others in
+    proportion). At 1,200 runs both rows (alpha = 1e-6) have power > 0.999 against it, computed
+    here from its law; at the n that delta = 0.3 asks (638) they would not (0.41 and 0.81)."""
+    halved = rank_law()
+    halved[0] /= 2
+    halved[1:] *= (1 - halved[0]) / halved[1:].sum()
+    report = audit_engine(engine("top halved", halved), rates=RATES, runs=1_200,
+                          num_new_tokens=TOKENS)  # fmt: skip
+    rows = {r.check: r for r in report.results}
+    binned = next(r for r in report.results if "binned" in r.check)
+    null = binned_law(target_probs_for(), PROMPT, 2, frozenset(), MAX_EXACT_CELLS)
+    first = ids_law(halved, PROMPT[-1])
+    alternative = binned_alternative(null, first, lambda a: ids_law(halved, a))
+    assert power_against(binned.n, null.law, alternative) > 0.999
+    assert binned.verdict == "FAIL", report.table()
+    pit_law = pit_alternative(ids_law(rank_law(), PROMPT[-1]), first)
+    assert power_against(rows["pit@1"].n, dict.fromkeys(range(10), 0.1), pit_law) > 0.999
+    assert rows["pit@1"].verdict == "FAIL", report.table()
+
+
 def greedy_engine(mistake_at: int | None = None) -> Engine:
     """The target's argmax (rank 0) at every position, or rank 1 at position ``mistake_at``."""
 

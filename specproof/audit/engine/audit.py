@@ -64,6 +64,19 @@ MAX_ROW_BYTES = 4 << 30
 (:func:`.laws.sequence_bytes` per sequence) and every run's summaries."""
 
 
+def check_binned(prompt_length: int, vocab: int, cells: int) -> None:
+    """Refuse, before its one teacher-forced call, a binned law whose second-token rows (one
+    sequence per kept first token) would pass :data:`MAX_ROW_BYTES`."""
+    size = (cells - 1) * sequence_bytes(prompt_length, 1, vocab)
+    if size > MAX_ROW_BYTES:
+        raise SetupError(
+            "binned_cells",
+            f"the binned row's {cells - 1} second-token rows at V = {vocab} need "
+            f"{size / 2**30:.3g} GiB, more than the {MAX_ROW_BYTES / 2**30:g} GiB allowed: ask "
+            "for fewer cells",
+        )
+
+
 def check_plan(
     engine: Engine, vocab: int, runs: int, num_new_tokens: int, sequence_tokens: int | None = None
 ) -> None:
@@ -170,6 +183,7 @@ def audit_engine(
         binned = None
         if not engine.greedy and not exact_tokens and binned_cells and num_new_tokens:
             head = min(BINNED_TOKENS, num_new_tokens)
+            check_binned(len(engine.prompt), vocab, binned_cells)
             binned = binned_law(probs, engine.prompt, head, engine.eos_ids, binned_cells)
         if planned is None:
             planned = GREEDY_RUNS

@@ -22,13 +22,22 @@ from ..guard import describe
 from ..report import publish
 from ..run import progress_bar
 from ..settings import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_TOLERANCE, ErrorRates
-from .audit import DEFAULT_BINS, DEFAULT_DELTA, DEFAULT_TOKENS, ENGINE_TIMEOUT, audit_engine
+from .audit import (
+    DEFAULT_BINS,
+    DEFAULT_DELTA,
+    DEFAULT_TOKENS,
+    ENGINE_TIMEOUT,
+    MAX_EXACT_CELLS,
+    audit_engine,
+)
 from .runs import SetupError
 from .subject import Engine
 
 PROG = "specproof audit-engine"
 DEFAULT_TIMEOUT = ENGINE_TIMEOUT
 MAX_BINS = 1000
+MAX_BINNED_CELLS = 256
+"""The binned row's largest cell budget from the command (its second-token rows: one call)."""
 
 
 def _bounded(name: str, low: int, high: int) -> Callable[[str], int]:
@@ -61,8 +70,9 @@ def parser() -> argparse.ArgumentParser:
             "Audit a whole generate loop against the target's own law: run it many times and "
             "test the emitted tokens against target_probs, a plain teacher-forced pass. Rows: "
             "layout, support and greedy (exact, alpha = 0), exact (law of the first N tokens "
-            "when V^N <= 64) and pit (randomized probability integral transform, per position "
-            "and pooled), each with false-fail rate alpha and power >= 1 - beta against TV >= "
+            "when V^N <= 64; exact-binned over the target's most probable tokens beyond) and "
+            "pit (randomized probability integral transform, per position and pooled), each "
+            "with false-fail rate alpha and power >= 1 - beta against TV >= "
             "delta, and coverage (draft lengths and accepted counts; warns, never fails). The "
             "subject's outputs are checked before any statistics (integer ids in the vocabulary, "
             "probability rows of one vocabulary); a subject that raises, returns the wrong "
@@ -154,6 +164,15 @@ def parser() -> argparse.ArgumentParser:
         "against as many runs drawn from the target; their layout is checked first. TOKENS x "
         "--tolerance must stay below --delta, and the runs must fit in 4 GiB (checked before "
         "any run)",
+    )
+    out.add_argument(
+        "--binned-cells",
+        type=_bounded("--binned-cells", 0, MAX_BINNED_CELLS),
+        default=MAX_EXACT_CELLS,
+        metavar="CELLS",
+        help="cells of the exact-binned row where V^N > 64: the target's most probable first "
+        f"two tokens and 'other' bins (default {MAX_EXACT_CELLS}; 0: no such row; at most "
+        f"{MAX_BINNED_CELLS})",
     )
     out.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     return out
@@ -247,7 +266,10 @@ def setup_option(args: argparse.Namespace, error: SetupError) -> str:
         "eos": "--eos",
         "tokens": "--tokens (or --runs)",
         "sequence": f"--sequence {args.sequence}",
+        "binned_cells": f"--binned-cells {args.binned_cells}",
     }
+    if error.argument == "binned_cells":
+        return given["binned_cells"]
     if args.engine:
         return f"--engine {args.engine}"
     if args.hf and error.argument == "eos":
@@ -287,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             bars=None if args.quiet else progress_bar(),
             sequence_tokens=args.sequence,
             timeout=args.timeout,
+            binned_cells=args.binned_cells,
         )
     except SetupError as error:
         return usage_error(PROG, f"{setup_option(args, error)}: {error}")
