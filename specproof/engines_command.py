@@ -77,6 +77,8 @@ def audit_parser() -> argparse.ArgumentParser:
                      "powers every row)")  # fmt: skip
     out.add_argument("--delta", type=float, help="the TV the default n has power against "
                      "(default 0.1)")  # fmt: skip
+    out.add_argument("--binned-cells", type=int, help="cells of the binned row of the first "
+                     "two tokens at a large vocabulary (0: none; default 64)")  # fmt: skip
     out.add_argument("--json", type=Path, help="results file to merge into (default: none kept)")
     out.add_argument("--markdown", type=Path, help="table to rewrite beside --json")
     return out
@@ -91,6 +93,8 @@ def audit_main(argv: list[str]) -> int:
         return usage_error(AUDIT_PROG, "--runs must be positive")
     if args.delta is not None and not 0 < args.delta < 1:
         return usage_error(AUDIT_PROG, "--delta must be in (0, 1)")
+    if args.binned_cells is not None and (args.binned_cells == 1 or args.binned_cells < 0):
+        return usage_error(AUDIT_PROG, "--binned-cells must be 0 or at least 2")
     named = args.model in real_audit.NAMED_MODELS
     if not named and not (Path(args.model) / "config.json").is_file():
         return usage_error(AUDIT_PROG, f"--model {args.model}: not an HF folder (no config.json)")
@@ -116,6 +120,8 @@ def audit_main(argv: list[str]) -> int:
         forwarded += ["--only", *args.only] if args.only else []
         forwarded += ["--runs", str(args.runs)] if args.runs else []
         forwarded += ["--delta", str(args.delta)] if args.delta else []
+        cells = args.binned_cells
+        forwarded += ["--binned-cells", str(cells)] if cells is not None else []
         try:
             status = real_audit.main(forwarded)
         except ValueError as error:

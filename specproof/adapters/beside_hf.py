@@ -170,8 +170,8 @@ def audit_beside_hf(
     engine = build()
     startup = time.perf_counter() - started
     report = audit_engine(
-        engine, num_new_tokens=config.tokens, runs=plan.runs, delta=plan.delta,
-        tolerance=tolerance, bars=progress_bar(),
+        engine, num_new_tokens=config.tokens, tolerance=tolerance, bars=progress_bar(),
+        **plan.audit_options(),
     )  # fmt: skip
     if gap is not None:
         report.notes.append(
@@ -201,6 +201,7 @@ def audit_beside_hf(
             **({"logit_gap": gap_logit, "row_tv_gap": gap_tv} if gap is not None else {}),
             "tolerance": tolerance,
             "startup_seconds": round(startup, 1),
+            **({"binned_cells": plan.binned_cells} if plan.binned_cells is not None else {}),
         },
         coverage=column,
     )

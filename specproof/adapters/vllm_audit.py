@@ -125,9 +125,8 @@ def run_configurations(
             report = audit_engine(
                 engine,
                 num_new_tokens=config.tokens,
-                runs=plan.runs,
-                delta=plan.delta,
                 bars=progress_bar(),
+                **plan.audit_options(),
             )
         except Exception as error:  # the engine died: a failing row, and no later audit
             summary = f"the engine raised {type(error).__name__}: {error}"[:300]

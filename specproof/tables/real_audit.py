@@ -73,6 +73,11 @@ def parser() -> argparse.ArgumentParser:
         help="tiny (built here), smollm2 (fetched once, cached) or an HF folder (default tiny)",
     )
     out.add_argument("--draft", type=Path, help="a drafter HF folder for --model PATH")
+    out.add_argument(
+        "--binned-cells",
+        type=int,
+        help="cells of the binned row at a large vocabulary (0: none; default the audit's 64)",
+    )
     out.add_argument("--only", nargs="*", help="configurations whose name contains one of these")
     out.add_argument("--runs", type=int, help="runs per configuration (default: the audit's)")
     out.add_argument(
@@ -94,9 +99,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        plan = RunPlan(args.runs, args.delta)
+        plan = RunPlan(args.runs, args.delta, args.binned_cells)
     except ValueError as error:
-        parser().error(f"--runs / --delta: {error}")
+        parser().error(f"--runs / --delta / --binned-cells: {error}")
     if args.draft is not None and args.model in NAMED_MODELS:
         parser().error(f"--draft goes with --model PATH, not --model {args.model}")
     if args.one:  # a child: one group of configurations, the record and model already made
@@ -154,6 +159,8 @@ def run_all(record: EngineRecord, args: argparse.Namespace) -> int:
                     "--record-json", str(record_json), "--out", str(out)]  # fmt: skip
             argv += ["--runs", str(args.runs)] if args.runs else []
             argv += ["--delta", str(args.delta)] if args.delta else []
+            cells = args.binned_cells
+            argv += ["--binned-cells", str(cells)] if cells is not None else []
             subprocess.run(child(argv), check=False)
             done = json.loads(out.read_text()) if out.exists() else []
             done = done if isinstance(done, list) else [done]
