@@ -64,7 +64,11 @@ COMMANDS: dict[str, list[tuple[str, ...]]] = {
         ("python", "-c", WHERE, "specproof.subjects.mutants.verifier"),
         ("python", "-m", "specproof.subjects.mutants.search", "--help"),
     ],
-    "specproof.adapters": [("python", "-c", WHERE, "specproof.adapters.hf")],
+    "specproof.models": [("python", "-m", "specproof.models.smollm2", "--help")],
+    "specproof.adapters": [
+        ("python", "-c", WHERE, "specproof.adapters.hf"),
+        ("specproof", "engines"),
+    ],
     "specproof.tables": [
         ("python", "-m", "specproof.tables.audit_bench", "--help"),
         ("python", "-m", "specproof.tables.mutant_table", "--help"),
