@@ -159,19 +159,34 @@ def seed_problem(name: str, value: object) -> str | None:
     return None
 
 
+def whole_number_text(name: str, text: str) -> int:
+    """``text`` as an integer; an argparse type error naming ``name`` otherwise."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name} must be a whole number, got {text!r}") from None
+
+
 def seed_argument(name: str) -> Callable[[str], int]:
     """An argparse type for a seed: a whole number in 0..2^62."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{name} must be a whole number, got {text!r}"
-            ) from None
+        value = whole_number_text(name, text)
         problem = seed_problem(name, value)
         if problem:
             raise argparse.ArgumentTypeError(problem)
+        return value
+
+    return parse
+
+
+def positive_whole_number(name: str) -> Callable[[str], int]:
+    """An argparse type: a whole number >= 1."""
+
+    def parse(text: str) -> int:
+        value = whole_number_text(name, text)
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {text}")
         return value
 
     return parse

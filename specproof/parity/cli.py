@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from specproof.audit.engine.audit import DEFAULT_TOKENS, ENGINE_TIMEOUT
@@ -16,6 +15,7 @@ from specproof.command_rules import (
     OneLineParser,
     internal_error,
     output_path_problem,
+    positive_whole_number,
     seconds,
     seed_argument,
     usage_error,
@@ -62,7 +62,7 @@ def parser() -> argparse.ArgumentParser:
     )
     verifier.add_argument(
         "--max-batch",
-        type=_whole("--max-batch"),
+        type=positive_whole_number("--max-batch"),
         default=DEFAULT_MAX_BATCH,
         help=f"most requests in one call of the verifier ({DEFAULT_MAX_BATCH})",
     )
@@ -86,23 +86,6 @@ def parser() -> argparse.ArgumentParser:
         sub.add_argument("--level", choices=sorted(LEVELS), default=DEFAULT_LEVEL)
         sub.add_argument("--seed", type=seed_argument("--seed"), default=0, help="0..2^62")
     return out
-
-
-def _whole(name: str) -> Callable[[str], int]:
-    """An argparse type: a whole number >= 1."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{name} must be a whole number, got {text!r}"
-            ) from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 1, got {text}")
-        return value
-
-    return parse
 
 
 def main(argv: list[str] | None = None) -> int:
