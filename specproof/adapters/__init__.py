@@ -4,8 +4,8 @@ target's processed law), one module per engine, each taking the model it is audi
 
 - ``registry``: the engines as records found by name (``specproof engines``); a new engine is
   one module here, one ``register`` line there, and a nox session with its own venv.
-- ``hf``: HF transformers' assisted generation; ``hf_assisted``: its configurations on a model;
-  ``hf_mutants``: glue bugs injected into it.
+- ``hf``: HF transformers' assisted generation; ``hf_assisted``: its configurations on a model
+  (the glue bugs injected into it are subjects: :mod:`specproof.subjects.hf_mutants`).
 - ``vllm_engine``, ``vllm_audit``, ``vllm_sampler``, ``vllm_verifier``: vLLM's offline engine,
   its configurations audited in place, its rejection sampler, specproof's step inside it.
 - ``llamacpp_engine``, ``mlx_engine``, ``openvino_engine``, ``ortgenai_engine``: llama.cpp

@@ -3,7 +3,8 @@
 - ``examples``: chain verifiers with the engines' call shapes, correct and deliberately biased,
   and the example schedulers; ``flagged``: the one verifier with bug flags they are built from.
 - ``bugs``: the one catalogue of known bugs (public bug classes and mutants, one record type).
-- ``mutants``: the mutants as exact reference rules, and the search for adversarial cases.
+- ``mutants``: the mutants as exact reference rules, and the search for adversarial cases;
+  ``hf_mutants``: glue bugs patched into transformers' assisted generation on the tiny models.
 - ``tiny``, ``real_models``, ``real_eagle``: tiny models built from config (nothing downloaded)
   for HF transformers and for the real engines.
 - ``block_examples``, ``sequence_examples``, ``e2e_decoders``: engines for ``audit-engine``

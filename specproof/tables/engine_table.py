@@ -32,9 +32,8 @@ EXPECTED_FAIL = "FAIL"
 
 def subjects() -> list[tuple[str, str, Callable[[], Engine]]]:
     """(name, expected verdict, engine factory), in table order."""
-    from specproof.adapters import hf_mutants
     from specproof.adapters.hf import hf_engine
-    from specproof.subjects import tiny
+    from specproof.subjects import hf_mutants, tiny
 
     def hf(setup: Callable[[], Any], name: str) -> Callable[[], Engine]:
         return lambda: hf_engine(*setup(), name=name)

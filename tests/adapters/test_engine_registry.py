@@ -226,3 +226,36 @@ def test_audit_engine_refuses_what_it_cannot_run_in_one_line(
     assert main(["audit-engine", *argv]) == 2
     error = capsys.readouterr().err
     assert message in error and len(error.strip().splitlines()) == 1
+
+
+def subject_imports(path: Path) -> list[str]:
+    """The ``specproof.subjects`` modules ``path`` imports, at any depth of the file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found += [
+            n for n in names if n == "specproof.subjects" or n.startswith("specproof.subjects.")
+        ]
+    return found
+
+
+def test_no_adapter_imports_a_subject() -> None:
+    """An adapter takes the model it audits as an argument (an AuditModel); the tiny models,
+    the glue mutants and every other subject stay in specproof/subjects."""
+    adapters = sorted((ROOT / "specproof" / "adapters").glob("*.py"))
+    found = {path.name: subject_imports(path) for path in adapters if subject_imports(path)}
+    assert not found, found
+
+
+def test_the_subject_scan_sees_an_import_inside_a_function(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("def f():\n    from specproof.subjects.tiny import assisted\n")
+    assert subject_imports(planted) == [
+        "specproof.subjects.tiny",
+        "specproof.subjects.tiny.assisted",
+    ]

@@ -22,7 +22,7 @@ pytest.importorskip(
     "transformers", reason="the HF engine audit needs the hf extra (nox -s tests installs it)"
 )
 
-from specproof.adapters import hf_mutants
+from specproof.subjects import hf_mutants
 from specproof.adapters.hf import hf_engine
 from specproof.adapters.recipe import batched_engine
 from specproof.audit.engine import audit_engine
@@ -129,7 +129,7 @@ def test_cli_fails_a_mutant_with_exit_status_1_and_writes_json(
     code = main(
         [
             "--hf",
-            "specproof.adapters.hf_mutants:processors_on_assistant_only",
+            "specproof.subjects.hf_mutants:processors_on_assistant_only",
             "--runs",
             "30",
             "--quiet",

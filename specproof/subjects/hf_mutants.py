@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 
-from specproof.adapters.hf import SAMPLING_KEYS, processors_for
 from specproof.subjects.tiny import HFSetup, assisted
 
 Patch = Callable[[Any], None]
@@ -148,13 +147,15 @@ def _skip_target_crop(target: Any) -> Iterator[None]:
 def processors_on_assistant_only() -> HFSetup:
     """The sampling parameters reach the assistant's drafting but not the target's
     verification (T = 0.7, top-k 3): the output follows the unprocessed target."""
+    from transformers import TemperatureLogitsWarper, TopKLogitsWarper
+
     target, assistant, kwargs = assisted(do_sample=True, temperature=0.7, top_k=3)
-    sampling = {key: kwargs[key] for key in SAMPLING_KEYS if key in kwargs}
 
     def patch(generator: Any) -> None:
         generator.logits_processor = [
             *generator.logits_processor,
-            *processors_for({"do_sample": True, **sampling}),
+            TemperatureLogitsWarper(0.7),
+            TopKLogitsWarper(top_k=3),
         ]
 
     _patch_candidates(target, patch)
@@ -162,7 +163,7 @@ def processors_on_assistant_only() -> HFSetup:
 
     @functools.wraps(generate)
     def unprocessed(*args: Any, **generate_kwargs: Any) -> Any:
-        for key in SAMPLING_KEYS:
+        for key in ("temperature", "top_k", "top_p", "min_p"):
             generate_kwargs.pop(key, None)
         return generate(*args, top_k=0, **generate_kwargs)
 
