@@ -9,6 +9,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specproof.command_rules import (
     INCONCLUSIVE,
@@ -19,13 +20,16 @@ from specproof.command_rules import (
     usage_error,
 )
 
+if TYPE_CHECKING:  # the registry imports torch: loaded when a command runs, not on import
+    from specproof.adapters.registry import EngineRecord
+
 AUDIT_PROG = "specproof audit-engine ENGINE"
 
 
-def installed(record: object) -> str:
+def installed(record: EngineRecord) -> str:
     """The installed version, or why not."""
     try:
-        return str(record.version())  # type: ignore[attr-defined]
+        return record.version()
     except ImportError as error:
         return f"not installed ({error.name or error})"
 

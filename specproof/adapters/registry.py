@@ -146,11 +146,6 @@ def record_from_json(text: str) -> EngineRecord:
     return EngineRecord(**raw)
 
 
-def engine_labelled(label: str) -> EngineRecord | None:
-    """The record whose table label is ``label`` (None: no registered engine has it)."""
-    return next((r for r in _REGISTRY.values() if r.label == label), None)
-
-
 SAMPLER = "specproof.adapters.vllm_sampler"
 VLLM_DRAFTERS = ("ngram", "draft model", "target", "EAGLE", "EAGLE-3")
 for _record in (

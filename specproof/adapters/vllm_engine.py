@@ -158,8 +158,7 @@ def configurations(model: AuditModel, verifier: bool = False) -> list[VllmConfig
             for c in configurations(model)
             if c.speculation.method != "none" and not c.expand_fixed
         ]
-    out = [c for c in every_configuration() if available(c.speculation, model)]
-    return out
+    return [c for c in every_configuration() if available(c.speculation, model)]
 
 
 def available(speculation: Speculation, model: AuditModel) -> bool:

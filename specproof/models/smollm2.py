@@ -6,16 +6,17 @@ every engine reads, so each engine sees the same numbers and its logit gap to HF
 measurable. Cached under :func:`cache_folder`; the default test session never fetches it.
 
 Drafters with the same tokenizer, chosen by measured acceptance (the expected acceptance of a
-correct verifier at a position is sum_x min(p(x), q(x))): on the audited prompt's sampled
-continuation (9 positions) a copy with seeded Gaussian noise of 0.1 x each weight matrix's
-standard deviation accepts 0.36-0.99 a position (0.2: 0.01-0.44; 0.05: 0.62-1.0), so its
-drafts are rejected at some positions and accepted in full at others; copies truncated to
-their first 4 / 16 / 24 layers (final norm and head kept) accept 0.00-0.18 / 0.00-0.97 /
-0.00-0.99, mostly near 0, and exercise little but the rejection path. The noised copy is the
+correct verifier at a position is sum_x min(p(x), q(x)); ``--acceptance`` prints it): on 8
+positions of a continuation of the audited prompt sampled at T = 1 (seed 0) a copy with seeded
+Gaussian noise of 0.1 x each weight matrix's standard deviation accepts 0.13-1.00 a position
+(0.2: 0.01-0.77; 0.05: 0.67-0.99), so its drafts are rejected at some positions and accepted
+in full at others; copies truncated to their first 4 / 16 / 24 layers (final norm and head
+kept) accept 0.00-0.18 / 0.00-0.97 / 0.00-0.99, mostly near 0, and exercise little but the
+rejection path. The noised copy is the
 model's ``draft``; the 4-layer copy is written too (``truncated-4``) for engines that need a
 cheaper drafter. The target drafting for itself and prompt lookup need no folder.
 
-    python -m specproof.models.smollm2 [--cache DIR]   # fetch, convert, print the folders
+    python -m specproof.models.smollm2 [--cache DIR] [--acceptance]   # fetch, convert, print
 """
 
 from __future__ import annotations
@@ -117,11 +118,11 @@ def save(model: Any, tokenizer: Any, out: Path) -> None:
     partial.replace(out)
 
 
-def write_noised_copy(target: Path, out: Path, noise: float, seed: int) -> None:
+def noised_copy(target: Path, noise: float, seed: int) -> Any:
     """The target with seeded Gaussian noise of ``noise`` x each matrix's standard deviation
     added to every matrix (vectors, the norms, kept)."""
     import torch
-    from transformers import AutoTokenizer, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     model = LlamaForCausalLM.from_pretrained(target, dtype=torch.float32).eval()
     generator = torch.Generator().manual_seed(seed)
@@ -129,20 +130,64 @@ def write_noised_copy(target: Path, out: Path, noise: float, seed: int) -> None:
         for _, weight in sorted(model.named_parameters()):
             if weight.dim() > 1:
                 weight += noise * weight.std() * torch.randn(weight.shape, generator=generator)
-    save(model, AutoTokenizer.from_pretrained(target), out)
+    return model
 
 
-def write_truncated_copy(target: Path, out: Path, layers: int) -> None:
+def truncated_copy(target: Path, layers: int) -> Any:
     """The target's first ``layers`` decoder layers with its final norm and head."""
     import torch
-    from transformers import AutoTokenizer, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
     model = LlamaForCausalLM.from_pretrained(target, dtype=torch.float32).eval()
     model.model.layers = model.model.layers[:layers]
     model.config.num_hidden_layers = layers
     if getattr(model.config, "layer_types", None):
         model.config.layer_types = model.config.layer_types[:layers]
-    save(model, AutoTokenizer.from_pretrained(target), out)
+    return model
+
+
+def write_noised_copy(target: Path, out: Path, noise: float, seed: int) -> None:
+    from transformers import AutoTokenizer
+
+    save(noised_copy(target, noise, seed), AutoTokenizer.from_pretrained(target), out)
+
+
+def write_truncated_copy(target: Path, out: Path, layers: int) -> None:
+    from transformers import AutoTokenizer
+
+    save(truncated_copy(target, layers), AutoTokenizer.from_pretrained(target), out)
+
+
+ACCEPTANCE_DRAFTERS = (("noise", 0.05), ("noise", 0.1), ("noise", 0.2),
+                       ("layers", 4), ("layers", 16), ("layers", 24))  # fmt: skip
+"""The candidate drafters whose acceptance :func:`acceptance` measures."""
+
+
+def acceptance(model: AuditModel, tokens: int = 8, seed: int = 0) -> dict[str, list[float]]:
+    """How often a correct verifier accepts each candidate drafter's token at each position of
+    one continuation of the audited prompt sampled from the target at T = 1 (seed ``seed``):
+    sum_x min(p(x), q(x)), p the target's law and q the drafter's, both at T = 1. The key
+    "target top" gives the target's top probability at each position."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    target = LlamaForCausalLM.from_pretrained(model.target, dtype=torch.float32).eval()
+    prompt = torch.tensor([model.prompt])
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        sequence = target.generate(prompt, max_new_tokens=tokens, do_sample=True, top_k=0)
+        p = target(sequence).logits[0, prompt.shape[1] - 1 : -1].softmax(-1)
+    out = {"target top": [round(float(v), 3) for v in p.max(-1).values]}
+    for kind, size in ACCEPTANCE_DRAFTERS:
+        made = (
+            noised_copy(model.target, size, DRAFT_SEED)
+            if kind == "noise"
+            else truncated_copy(model.target, int(size))
+        )
+        with torch.no_grad():
+            q = made(sequence).logits[0, prompt.shape[1] - 1 : -1].softmax(-1)
+        out[f"{kind} {size:g}"] = [round(float(v), 3) for v in torch.minimum(p, q).sum(-1)]
+    return out
 
 
 def chat_prompt(folder: Path, question: str) -> tuple[int, ...]:
@@ -195,9 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, help="cache folder (default $SPECPROOF_CACHE or "
                         "~/.cache/specproof)")  # fmt: skip
+    parser.add_argument("--acceptance", action="store_true", help="also print each candidate "
+                        "drafter's expected acceptance per position (about a minute)")  # fmt: skip
     args = parser.parse_args(argv)
     model = smollm2(args.cache, say=lambda text: print(text, file=sys.stderr, flush=True))
     print(model.to_json())
+    if args.acceptance:
+        for name, values in acceptance(model).items():
+            print(f"{name:>10}: {' '.join(f'{v:.3f}' for v in values)}")
     return 0
 
 

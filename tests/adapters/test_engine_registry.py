@@ -189,7 +189,9 @@ def test_a_new_engine_is_a_module_and_a_registry_line(
     assert (entry["engine"], entry["model"], entry["configuration"]) == (
         "Toy engine", "tiny Llama (V = 8)", "uniform no draft",
     )  # fmt: skip
-    assert entry["verdict"] in ("PASS", "INCONCLUSIVE") and status in (0, 4)
+    # 400 runs of a correct engine: every row passes (false-fail <= 1e-6 a row), short of the
+    # power the default n would give, so the verdict is INCONCLUSIVE and the exit status 4.
+    assert (entry["verdict"], status) == ("INCONCLUSIVE", 4)
     table = results.with_suffix(".md").read_text()
     assert "| Toy engine 0.0.1 | tiny Llama (V = 8) | uniform no draft |" in table
 

@@ -22,12 +22,11 @@ pytest.importorskip(
     "transformers", reason="the HF engine audit needs the hf extra (nox -s tests installs it)"
 )
 
-from specproof.subjects import hf_mutants
 from specproof.adapters.hf import hf_engine
 from specproof.adapters.recipe import batched_engine
 from specproof.audit.engine import audit_engine
 from specproof.audit.engine.cli import main
-from specproof.subjects import tiny
+from specproof.subjects import hf_mutants, tiny
 
 ALPHA = 1e-3
 DELTA = 0.3
