@@ -32,7 +32,7 @@ from specproof.audit.drafting import draft_rounds
 from specproof.audit.problems import TableProblem
 from specproof.audit.run import audit_problem
 from specproof.audit.settings import ErrorRates
-from specproof.audit.signatures import call_flashinfer, call_hf
+from specproof.audit.signatures import call_flashinfer, call_hf, signature_named
 from specproof.subjects import examples
 
 SAMPLE = 200
@@ -80,14 +80,14 @@ def main() -> int:
     }
     cases: dict[str, Any] = {}
     for problem in verifier_problems():
-        if not any(applies(problem, s) for s in ("hf", "flashinfer")):
+        if not any(applies(problem, signature_named(s)) for s in ("hf", "flashinfer")):
             continue
         row: dict[str, Any] = {
             "rounds_default": planned_rounds(problem, ErrorRates().delta),
             "rounds_quick": planned_rounds(problem, QUICK_DELTA),
         }
         for name, signature in verifiers.items():
-            if applies(problem, signature):
+            if applies(problem, signature_named(signature)):
                 row[f"{name}: ms CPU per round"] = round(1e3 * cost_per_round(problem, name), 4)
         cases[problem.name] = row
         print(problem.name, row, flush=True)

@@ -33,13 +33,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from .audit_settings import AuditSettings
 from .drafting import Drafts, draft_rounds
 from .errors import VerifierError, out_of_memory
 from .problems import TableProblem
 from .report import INFO, CaseResult, exact_row, limit_row
-from .requests import GREEDY_TEMPERATURE
-from .settings import DEFAULT_LIMITS, CallLimits, ErrorRates
-from .signatures import Signature, Verifier, signature_named
+from .settings import ErrorRates
+from .signatures import Verifier
 from .structure import check_structure
 
 CASE = "calls"
@@ -187,35 +187,24 @@ def _rate_row(
     )
 
 
-def audit_calls(
-    fn: Verifier,
-    signature: Signature,
-    problem: TableProblem,
-    *,
-    rates: ErrorRates,
-    seed: int,
-    marker: float = GREEDY_TEMPERATURE,
-    limits: CallLimits = DEFAULT_LIMITS,
-) -> list[CaseResult]:
-    """The ``repeat``, ``unseeded`` and ``seeds`` rows on ``problem`` (random rows only), each
-    call of ``fn`` carrying at most ``limits.max_batch`` requests."""
+def audit_calls(fn: Verifier, problem: TableProblem, settings: AuditSettings) -> list[CaseResult]:
+    """The ``repeat``, ``unseeded`` and ``seeds`` rows on ``problem`` (random rows only) with
+    ``settings.signature``, each call of ``fn`` carrying at most ``settings.limits.max_batch``
+    requests."""
     if any(problem.greedy_modes):
         raise ValueError(f"{problem.name}: the calls rows use random rows only")
-    shape = signature_named(signature)
-    stream = torch.Generator().manual_seed(seed + 1)
-    max_batch = limits.max_batch
+    signature, rates = settings.signature, settings.rates
+    stream = torch.Generator().manual_seed(settings.seed + 1)
     needed = rows_needed(rates)
-    seeded_rows = shape.carries_requests and problem.seeded
+    seeded_rows = signature.carries_requests and problem.seeded
     batch = 3 * needed if seeded_rows else needed
     drafts = draft_rounds(problem, batch, stream)
-    if shape.carries_requests and not problem.seeded:
+    if signature.carries_requests and not problem.seeded:
         raise ValueError(f"{problem.name}: vLLM's calls rows need seeded requests")
     written: set[str] = set()
-    fn = own_copies(fn, written, shape.output_arguments)
+    fn = own_copies(fn, written, signature.output_arguments)
     try:
-        calls = shape.repeated_calls(
-            fn, drafts, problem, stream, marker=marker, max_batch=max_batch
-        )
+        calls = signature.repeated_calls(fn, drafts, problem, stream, settings)
         first, again, third, seeded = calls.first, calls.again, calls.third, calls.seeded
         for out in (first, again):
             check_structure(out, drafts, problem.vocab)
@@ -224,11 +213,11 @@ def audit_calls(
         return [exact_row(CASE, "layout", batch, "FAIL", detail)]
     except Exception as error:
         if out_of_memory(error):  # a limit of this run, never a pass nor a finding
-            return [limit_row(CASE, "runs", batch, min(batch, max_batch), error)]
+            return [limit_row(CASE, "runs", batch, min(batch, settings.limits.max_batch), error)]
         # The verifier raised: a failed row, not the audit's end.
         detail = f"{CASE}: the verifier raised {type(error).__name__}: {error}"
         return [exact_row(CASE, "runs", 0, "FAIL", detail)]
-    collision = collision_probability(drafts, bonus_given=not shape.sends_bonus_row)
+    collision = collision_probability(drafts, bonus_given=not signature.sends_bonus_row)
     identical = (first == again).all(1).numpy()
     results: list[CaseResult] = []
     unseeded = np.ones(batch, dtype=bool) if seeded is None else ~seeded

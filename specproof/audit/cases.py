@@ -21,7 +21,7 @@ from specproof.stats import HashPartition
 from .filters import FilterOrder, FilterProblem, filter_problems
 from .problems import TableProblem
 from .requests import request_kinds
-from .signatures import Signature, signature_named
+from .signatures import VerifierSignature
 
 LARGE_VOCAB = 50_257
 LONG_LARGE_VOCAB = 2_053
@@ -242,11 +242,11 @@ def verifier_problems(
     return [*problems, *adversarial_problems(), long_case]
 
 
-def calls_problem(signature: Signature, seed: int = 0) -> TableProblem:
+def calls_problem(signature: VerifierSignature, seed: int = 0) -> TableProblem:
     """The table of the calls rows: random rows of the request case (vLLM signatures: mixed
     requests, half of them seeded, lengths 0..2) or of the small-vocabulary case."""
     problems = {p.name: p for p in verifier_problems(seed, 2)}
-    if signature_named(signature).carries_requests:
+    if signature.carries_requests:
         source = problems["requests"]
         return TableProblem(
             "calls",
@@ -261,14 +261,13 @@ def calls_problem(signature: Signature, seed: int = 0) -> TableProblem:
     return TableProblem("calls", source.target, source.draft, description="identical inputs")
 
 
-def applies(problem: TableProblem, signature: Signature) -> bool:
+def applies(problem: TableProblem, signature: VerifierSignature) -> bool:
     """Whether a signature can express the problem: greedy rows exist only in vLLM's (which
     gets the request case whole, so not its random half); request filters reach every
     signature but FlashInfer's."""
-    shape = signature_named(signature)
     if isinstance(problem, FilterProblem):
-        return shape.takes_request_filters
-    if shape.carries_requests:
+        return signature.takes_request_filters
+    if signature.carries_requests:
         return problem.name != "requests-random"
     return not any(problem.greedy_modes)
 

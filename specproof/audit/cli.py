@@ -21,6 +21,7 @@ from specproof.command_rules import (
 )
 from specproof.reference.filters import FILTER_ORDERS
 
+from .audit_settings import AuditSettings
 from .cases import LARGE_VOCAB, LONG_LARGE_VOCAB, verifier_problems
 from .guard import abandoned_calls
 from .hunt import DEFAULT_BUDGET, excluded_rate
@@ -36,9 +37,10 @@ from .run import (
     audit_scheduler,
     audit_verifier,
     progress_bar,
+    run_audit,
 )
-from .settings import DEFAULT_MAX_BATCH, CallLimits, ErrorRates
-from .signatures import Signature, signature_named, signature_names
+from .settings import DEFAULT_MAX_BATCH, CallLimits, ErrorRates, HuntSettings
+from .signatures import VerifierSignature, signature_named, signature_names
 
 PROG = "specproof audit"
 QUICK_DELTA = 0.1
@@ -53,22 +55,31 @@ its rows still fit in memory (10^9 would ask for some 30 GiB)."""
 def audit(
     path: str,
     *,
-    signature: Signature | None = None,
+    signature: VerifierSignature | str | None = None,
+    settings: AuditSettings | None = None,
     scheduler: bool = False,
     drafter: str | None = None,
     progress: Callable[[str], None] | None = None,
     **options: Any,
 ) -> AuditReport:
-    """Audit the callable at ``path`` as a verifier (``signature``) or as a scheduler; with
+    """Audit the callable at ``path`` as a verifier (``signature`` with the keywords of
+    :func:`audit_verifier`, or ``settings`` made whole, with :func:`run_audit`'s ``problems``
+    and ``bars``) or as a scheduler (the keywords of :func:`audit_scheduler`); with
     ``drafter`` (an import path), audit that drafting function, verified by ``path``."""
-    if (signature is None) == (not scheduler):
-        raise ValueError("give exactly one of signature= (a verifier) or scheduler=True")
+    if (signature is not None) + (settings is not None) + scheduler != 1:
+        raise ValueError(
+            "give exactly one of signature= or settings= (a verifier) or scheduler=True"
+        )
     fn = load_callable(path)
     if scheduler:
         return audit_scheduler(fn, subject=path, progress=progress, **options)
-    assert signature is not None
     draft_fn = load_callable(drafter) if drafter else None
     subject = drafter or path
+    if settings is not None:
+        return run_audit(
+            fn, settings, subject=subject, progress=progress, drafter=draft_fn, **options
+        )
+    assert signature is not None
     return audit_verifier(
         fn, signature, subject=subject, progress=progress, drafter=draft_fn, **options
     )
@@ -296,6 +307,25 @@ def usage_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+def settings_of(args: argparse.Namespace) -> AuditSettings:
+    """The one :class:`AuditSettings` of a verifier audit's arguments (after
+    :func:`settle_presets`): every row of the battery and of the hunt reads this value."""
+    hunt = None
+    if not (args.drafter or args.no_hunt):
+        hunt = (
+            HuntSettings(rounds=args.hunt) if args.hunt else HuntSettings(budget=args.hunt_seconds)
+        )
+    return AuditSettings(
+        signature_named(args.signature),
+        ErrorRates(args.alpha, args.beta, args.delta, args.tolerance),
+        CallLimits(args.max_batch, args.timeout),
+        seed=args.seed,
+        marker=MARKERS[args.greedy_marker],
+        filter_order=args.filter_order,
+        hunt=hunt,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     settle_presets(args)
@@ -306,14 +336,10 @@ def main(argv: list[str] | None = None) -> int:
         load_callable(args.target)
         if args.drafter:
             load_callable(args.drafter)
+        settings = settings_of(args) if args.signature else None
         problems = (
-            verifier_problems(
-                args.seed,
-                args.large_vocab,
-                args.long_vocab,
-                args.filter_order or signature_named(args.signature).default_filter_order,
-            )
-            if args.signature
+            verifier_problems(args.seed, args.large_vocab, args.long_vocab, settings.order)
+            if settings
             else []
         )
         for case in problems:
@@ -324,44 +350,29 @@ def main(argv: list[str] | None = None) -> int:
     def lines(line: str) -> None:
         print(f"  {line}", file=sys.stderr, flush=True)
 
-    # Made once here; every row of the audit and of the hunt receives these same objects.
-    rates = ErrorRates(args.alpha, args.beta, args.delta, args.tolerance)
-    limits = CallLimits(args.max_batch, args.timeout)
-    options: dict[str, Any] = {"timeout": args.timeout}
-    if args.signature:
-        options = {
-            "rates": rates,
-            "limits": limits,
-            "seed": args.seed,
-            "problems": problems,
-            "bars": None if args.quiet else progress_bar(),
-            "marker": MARKERS[args.greedy_marker],
-        }
+    progress = None if args.quiet else lines
+    bars = None if args.quiet else progress_bar()
     try:
-        report = audit(
-            args.target,
-            signature=args.signature,
-            scheduler=args.scheduler,
-            drafter=args.drafter,
-            progress=None if args.quiet else lines,
-            **options,
-        )
-        hunting = bool(args.signature and not args.drafter and not args.no_hunt)
+        if settings is None:
+            report = audit(args.target, scheduler=True, progress=progress, timeout=args.timeout)
+        else:
+            report = audit(
+                args.target,
+                settings=settings,
+                drafter=args.drafter,
+                progress=progress,
+                problems=problems,
+                bars=bars,
+            )
+        hunting = settings is not None and settings.hunt is not None
         if hunting and abandoned_calls():
             hunting = False
             report.notes.append("hunt: not run (a call of the verifier is still running)")
         if hunting:
             from .hunt import hunt_verifier
 
-            hunted = hunt_verifier(
-                load_callable(args.target),
-                args.signature,
-                args.hunt or 2**62,
-                seed=args.seed,
-                bars=None if args.quiet else progress_bar(),
-                budget=None if args.hunt else args.hunt_seconds,
-                limits=limits,
-            )
+            assert settings is not None
+            hunted = hunt_verifier(load_callable(args.target), settings, bars=bars)
             report.results += hunted.results
             report.notes += hunted.notes
             report.seconds += hunted.seconds

@@ -41,11 +41,12 @@ import torch
 
 from specproof.reference.filters import FILTER_ORDERS, FilterOrder, filtered, ranked, restricted
 
+from .audit_settings import AuditSettings
 from .drafting import DraftFn, draft_rounds
 from .problems import TableProblem
-from .requests import GREEDY_TEMPERATURE, RequestParams
+from .requests import RequestParams
 from .rounds import RoundFn, verifier_round
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, signature_named
+from .signatures import Verifier, VerifierSignature
 from .structure import check_structure
 
 MARGIN = 0.005
@@ -291,9 +292,9 @@ def order_tv(problem: FilterProblem) -> float:
     return variant_tv(problem, order="joint" if problem.order == "sequential" else "sequential")
 
 
-def reaches(fn: Verifier, signature: Signature) -> bool:
+def reaches(fn: Verifier, signature: VerifierSignature) -> bool:
     """Whether ``fn`` can be audited on the binding cases with ``signature``."""
-    return signature_named(signature).reaches_filters(fn)
+    return signature.reaches_filters(fn)
 
 
 def raw_target(problem: FilterProblem, tokens: torch.Tensor) -> torch.Tensor:
@@ -308,28 +309,19 @@ def raw_target(problem: FilterProblem, tokens: torch.Tensor) -> torch.Tensor:
     return torch.stack(rows, 1)
 
 
-def filter_round(
-    fn: Verifier,
-    signature: Signature,
-    drafter: DraftFn | None = None,
-    *,
-    marker: float = GREEDY_TEMPERATURE,
-    max_batch: int = DEFAULT_MAX_BATCH,
-) -> RoundFn:
+def filter_round(fn: Verifier, settings: AuditSettings, drafter: DraftFn | None = None) -> RoundFn:
     """:func:`specproof.audit.rounds.verifier_round`, with binding cases' target rows sent raw
     (``vllm-logits``: logits T log raw; ``hf``: the same logits and the filters as keywords)."""
-    shape = signature_named(signature)
-    plain = verifier_round(fn, shape, drafter, marker=marker, max_batch=max_batch)
+    signature = settings.signature
+    plain = verifier_round(fn, settings, drafter)
 
     def run(problem: TableProblem, batch: int, generator: torch.Generator) -> Any:
-        if not isinstance(problem, FilterProblem) or not shape.filters_sent_raw:
+        if not isinstance(problem, FilterProblem) or not signature.filters_sent_raw:
             return plain(problem, batch, generator)
         drafts = draft_rounds(problem, batch, generator, drafter=drafter)
         raw = raw_target(problem, drafts.tokens)
         params = problem.requests[0]
-        out = shape.call_raw(
-            fn, drafts, raw, params, problem, generator, marker=marker, max_batch=max_batch
-        )
+        out = signature.call_raw(fn, drafts, raw, params, problem, generator, settings)
         check_structure(out, drafts, problem.vocab)
         return out, drafts
 

@@ -20,13 +20,14 @@ from dataclasses import dataclass
 
 import torch
 
+from .audit_settings import AuditSettings
 from .errors import VerifierError, out_of_memory
 from .guard import Guard, SubjectFailure, settle
 from .ids import integer_ids
 from .problems import PLACEHOLDER
 from .report import AuditReport, CaseResult, exact_row, limit_row
-from .settings import DEFAULT_LIMITS, CallLimits
-from .signatures import Signature, Verifier, signature_named
+from .settings import HuntSettings
+from .signatures import Verifier, VerifierSignature
 
 DEFAULT_BATCH = 1 << 18
 """Rounds per call before the cap: calls carry min(this, ``max_batch``) requests."""
@@ -91,41 +92,42 @@ def _projected(done: int, budget: float | None, stop_at: float) -> int:
     return max(done + 1, int(done * budget / max(elapsed, 1e-9)))
 
 
-def _caller(fn: Verifier, signature: Signature, case: HuntCase, batch: int) -> Call:
+def _caller(fn: Verifier, signature: VerifierSignature, case: HuntCase, batch: int) -> Call:
     """Inputs for ``batch`` rounds of the case, built once; returns [batch, gamma + 1] outputs."""
-    return signature_named(signature).hunt_call(fn, case.tokens, case.draft, case.target, batch)
+    return signature.hunt_call(fn, case.tokens, case.draft, case.target, batch)
+
+
+def _hunt_of(settings: AuditSettings) -> HuntSettings:
+    if settings.hunt is None:
+        raise ValueError("these settings ask for no hunt (hunt=None): give HuntSettings")
+    return settings.hunt
 
 
 def hunt_case(
     fn: Verifier,
-    signature: Signature,
     case: HuntCase,
-    rounds: int,
+    settings: AuditSettings,
     *,
-    seed: int = 0,
-    batch: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-    budget: float | None = None,
-    limits: CallLimits = DEFAULT_LIMITS,
 ) -> CaseResult:
-    """Run ``rounds`` rounds of one hunt case, or (``budget``) as many as fit in that many
-    seconds, up to ``rounds``; exact verdict (alpha = 0), failed as timed out after
-    ``limits.timeout`` seconds. Each call carries at most ``limits.max_batch`` requests: the
-    hunt keeps its rounds by calling more often."""
-    if batch is None:
-        batch = signature_named(signature).hunt_batch or DEFAULT_BATCH
-    batch = max(1, min(batch, rounds, limits.max_batch))
+    """Run ``settings.hunt.rounds`` rounds of one hunt case, or (``settings.hunt.budget``) as
+    many as fit in that many seconds, up to those rounds; exact verdict (alpha = 0), failed as
+    timed out after ``settings.limits.timeout`` seconds. Each call carries at most
+    ``settings.limits.max_batch`` requests: the hunt keeps its rounds by calling more often."""
+    hunt, limits, signature = _hunt_of(settings), settings.limits, settings.signature
+    batch = hunt.batch if hunt.batch is not None else signature.hunt_batch or DEFAULT_BATCH
+    batch = max(1, min(batch, hunt.rounds, limits.max_batch))
     guard = Guard(limits.timeout)
     try:
         return _hunt(
             guard,
             _caller(guard.subject(fn), signature, case, batch),
             case,
-            rounds,
-            seed=seed,
+            hunt.rounds,
+            seed=settings.seed,
             batch=batch,
             progress=progress,
-            budget=budget,
+            budget=hunt.budget,
         )
     finally:
         guard.close()
@@ -217,37 +219,23 @@ def _hunt(
 
 def hunt_verifier(
     fn: Verifier,
-    signature: Signature,
-    rounds: int,
+    settings: AuditSettings,
     *,
-    seed: int = 0,
-    batch: int | None = None,
     bars: Callable[[str], Callable[[int, int], None]] | None = None,
-    budget: float | None = None,
-    limits: CallLimits = DEFAULT_LIMITS,
 ) -> AuditReport:
-    """Every hunt case for ``rounds`` rounds, or for ``budget`` seconds each (at most
-    ``rounds``), each call held to ``limits``."""
-    timeout = limits.timeout
+    """Every hunt case for ``settings.hunt.rounds`` rounds, or for ``settings.hunt.budget``
+    seconds each (at most those rounds), each call held to ``settings.limits``."""
+    _hunt_of(settings)
+    timeout = settings.limits.timeout
     start = time.perf_counter()
-    report = AuditReport(getattr(fn, "__name__", "verifier"), f"{signature} hunt")
+    report = AuditReport(getattr(fn, "__name__", "verifier"), f"{settings.signature} hunt")
     for index, case in enumerate(hunt_cases()):
         if not settle(min(GRACE, timeout)):  # a call abandoned at the time limit still runs
             names = ", ".join(c.name for c in hunt_cases()[index:])
             report.notes.append(f"hunt: a call of the verifier is still running; not run: {names}")
             break
         report.results.append(
-            hunt_case(
-                fn,
-                signature,
-                case,
-                rounds,
-                seed=seed,
-                batch=batch,
-                progress=bars(case.name) if bars else None,
-                budget=budget,
-                limits=limits,
-            )
+            hunt_case(fn, case, settings, progress=bars(case.name) if bars else None)
         )
     report.seconds = time.perf_counter() - start
     return report

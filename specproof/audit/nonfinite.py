@@ -9,7 +9,7 @@ vocab_size on an all-NaN target row) or the draft it just rejected (a comment on
 an all-NaN draft row makes the recovered token the rejected one). Exact rows (alpha = 0): a
 verifier meeting the rule cannot fail one.
 
-Each case is one mixed batch (one call, or one per ``max_batch`` requests): even rows finite,
+Each case is one mixed batch (one call, or one per ``limits.max_batch`` requests): even rows finite,
 odd rows carrying the non-finite row at a position that cycles over the verified positions (and
 the bonus row, where the signature has one). Before it the target row equals the draft row, so a
 correct verifier accepts every earlier draft (u * q < p for u < 1) and reaches the corrupted
@@ -25,13 +25,14 @@ from dataclasses import dataclass
 
 import torch
 
+from .audit_settings import AuditSettings
 from .drafting import Drafts
 from .errors import VerifierError, out_of_memory
 from .guard import SubjectExit
 from .problems import PLACEHOLDER
 from .report import CaseResult, exact_row, limit_row
-from .settings import DEFAULT_LIMITS, DEFAULT_MAX_BATCH, CallLimits
-from .signatures import Signature, Verifier, seed_torch, signature_named
+from .settings import CallLimits
+from .signatures import Verifier, VerifierSignature, seed_torch
 from .structure import check_structure, emitted_lengths
 
 CASE = "nonfinite"
@@ -68,17 +69,13 @@ class Batch:
     position: torch.Tensor  # [B] the corrupted position (-1 for finite rows)
 
 
-def _positions(case: NonFiniteCase, signature: Signature) -> int:
+def _positions(case: NonFiniteCase, signature: VerifierSignature) -> int:
     """Positions a corrupted row cycles over: the target's bonus row too where it is passed."""
-    bonus_row = (
-        case.where == "target"
-        and case.kind == "all-nan"
-        and signature_named(signature).sends_bonus_row
-    )
+    bonus_row = case.where == "target" and case.kind == "all-nan" and signature.sends_bonus_row
     return GAMMA + 1 if bonus_row else GAMMA
 
 
-def finite_batch(case: NonFiniteCase, signature: Signature, seed: int) -> Batch:
+def finite_batch(case: NonFiniteCase, signature: VerifierSignature, seed: int) -> Batch:
     """Rows with full support; the target equals the draft at the verified positions."""
     positions = _positions(case, signature)
     batch = 4 * positions
@@ -108,21 +105,21 @@ def _corrupt(rows: torch.Tensor, batch: Batch, kind: str) -> torch.Tensor:
 
 def _caller(
     fn: Verifier,
-    signature: Signature,
+    signature: VerifierSignature,
     case: NonFiniteCase,
     batch: Batch,
-    max_batch: int = DEFAULT_MAX_BATCH,
+    limits: CallLimits,
 ) -> Callable[[], torch.Tensor]:
-    """The calls of ``fn`` on the corrupted batch, each of at most ``max_batch`` requests;
-    returns [B, gamma + 1] outputs, -1 padded."""
-    return signature_named(signature).nonfinite_call(
+    """The calls of ``fn`` on the corrupted batch, each of at most ``limits.max_batch``
+    requests; returns [B, gamma + 1] outputs, -1 padded."""
+    return signature.nonfinite_call(
         fn,
         batch.draft,
         batch.tokens,
         batch.target,
         case.where,
         lambda rows: _corrupt(rows, batch, case.kind),
-        max_batch,
+        limits,
     )
 
 
@@ -135,20 +132,14 @@ def _repeated_rejection(out: torch.Tensor, tokens: torch.Tensor) -> int | None:
     return None
 
 
-def nonfinite_row(
-    fn: Verifier,
-    signature: Signature,
-    case: NonFiniteCase,
-    seed: int = 0,
-    limits: CallLimits = DEFAULT_LIMITS,
-) -> CaseResult:
+def nonfinite_row(fn: Verifier, case: NonFiniteCase, settings: AuditSettings) -> CaseResult:
     """One exact robustness row (alpha = 0): refused, or well formed without the rejected
     draft; failed on an id outside 0..V-1, a layout violation or the rejected draft. Each call
-    carries at most ``limits.max_batch`` requests."""
-    max_batch = limits.max_batch
-    batch = finite_batch(case, signature, seed)
+    carries at most ``settings.limits.max_batch`` requests."""
+    limits, seed = settings.limits, settings.seed
+    batch = finite_batch(case, settings.signature, seed)
     size = batch.tokens.shape[0]
-    call = _caller(fn, signature, case, batch, max_batch)
+    call = _caller(fn, settings.signature, case, batch, limits)
     seed_torch(torch.Generator().manual_seed(seed))
     where = f"{case.where} row {case.kind.replace('-', ' ')}"
     try:
@@ -159,7 +150,7 @@ def nonfinite_row(
         return _failed(case, size, str(error), None, batch, None)
     except Exception as error:
         if out_of_memory(error):
-            return limit_row(CASE, case.check, size, min(size, max_batch), error)
+            return limit_row(CASE, case.check, size, min(size, limits.max_batch), error)
         message = str(error).splitlines()[0] if str(error) else ""
         return exact_row(
             CASE, case.check, size, "pass", f"refused: {type(error).__name__}: {message}"[:120]
@@ -214,9 +205,7 @@ def _failed(
     return exact_row(CASE, case.check, size, "FAIL", summary, f"{CASE}/{case.check}: {summary}")
 
 
-def nonfinite_rows(
-    fn: Verifier, signature: Signature, seed: int = 0, limits: CallLimits = DEFAULT_LIMITS
-) -> list[CaseResult]:
-    """Every non-finite case (V = 8, gamma = 3, 12 or 16 requests), in calls of at most
-    ``limits.max_batch`` requests."""
-    return [nonfinite_row(fn, signature, case, seed, limits) for case in nonfinite_cases()]
+def nonfinite_rows(fn: Verifier, settings: AuditSettings) -> list[CaseResult]:
+    """Every non-finite case (V = 8, gamma = 3, 12 or 16 requests) of ``settings.signature``,
+    seeded ``settings.seed``, in calls of at most ``settings.limits.max_batch`` requests."""
+    return [nonfinite_row(fn, case, settings) for case in nonfinite_cases()]

@@ -215,7 +215,8 @@ class AuditReport:
         settings = sorted({(r.alpha, r.beta or 0.0, r.delta or 0.0) for r in statistical})
         short = any(r.short_of_power for r in statistical)
         for alpha, beta, delta in sorted(settings, key=lambda s: -s[2]):
-            which = "" if len(settings) == 1 else f" ({_cases(statistical, delta)})"
+            held = [r for r in statistical if r.delta == delta]
+            which = "" if len(settings) == 1 else f" ({_cases(held)})"
             gives = "goal (not reached by every row)" if short else "n gives"
             footer.append(
                 f"statistical rows{which}: false-fail rate <= alpha = {alpha:g} each; {gives} "
@@ -252,8 +253,8 @@ class AuditReport:
         }
 
 
-def _cases(rows: list[CaseResult], delta: float) -> str:
-    names = sorted({r.case for r in rows if r.delta == delta})
+def _cases(rows: list[CaseResult]) -> str:
+    names = sorted({r.case for r in rows})
     return ", ".join(names) if len(names) <= 3 else f"{names[0]}, ... {len(names)} cases"
 
 

@@ -27,6 +27,8 @@ import torch
 
 from specproof.reference.filters import ORDER_STEPS, TOP_K_TIES
 
+from .settings import CallSettings
+
 GREEDY_TEMPERATURE = 0.0
 """vLLM's greedy marker in its sampling metadata since vLLM PR 27077 (October 2025)."""
 LEGACY_GREEDY_TEMPERATURE = -1.0
@@ -134,20 +136,20 @@ def vllm_metadata(
     batch: int,
     greedy: torch.Tensor | None = None,
     *,
-    marker: float = GREEDY_TEMPERATURE,
+    settings: CallSettings | None = None,
     params: list[RequestParams] | None = None,
     generators: dict[int, torch.Generator] | None = None,
     vocab: int | None = None,
 ) -> SimpleNamespace:
     """The fields of vLLM's SamplingMetadata that rejection sampling reads: greedy rows carry
-    ``marker`` as temperature; ``top_k`` (int tensor, ``vocab`` = off), ``top_p`` (float
+    ``settings.marker`` as temperature (no settings: :data:`GREEDY_TEMPERATURE`); ``top_k``
+    (int tensor, ``vocab`` = off), ``top_p`` (float
     tensor, 1 = off) and ``min_p`` (float tensor, 0 = off) are None when no request in the batch
     sets them, as vLLM sends them;
     ``generators`` maps a request's row to its own torch.Generator (seeded requests only)."""
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 0:
         raise ValueError(f"batch must be an integer >= 0, got {batch!r}")
-    if not math.isfinite(marker):
-        raise ValueError(f"the greedy marker must be finite, got {marker}")
+    marker = GREEDY_TEMPERATURE if settings is None else settings.marker
     if greedy is None:
         greedy = torch.zeros(batch, dtype=torch.bool)
     if params is None:

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from .audit_settings import AuditSettings
 from .drafting import DraftFn, draft_rounds, draw_states
 from .errors import CaseTimeout, VerifierError
 from .guard import SubjectFailure
 from .problems import PLACEHOLDER, Outcome, TableProblem, token_classes
-from .requests import GREEDY_TEMPERATURE
-from .signatures import DEFAULT_MAX_BATCH, Signature, Verifier, signature_named
+from .signatures import Verifier
 from .structure import check_structure, emitted_lengths
 
 RoundFn = Callable[[TableProblem, int, torch.Generator], Any]
@@ -51,22 +51,15 @@ def complete(
 
 
 def verifier_round(
-    fn: Verifier,
-    signature: Signature,
-    drafter: DraftFn | None = None,
-    *,
-    marker: float = GREEDY_TEMPERATURE,
-    max_batch: int = DEFAULT_MAX_BATCH,
+    fn: Verifier, settings: AuditSettings, drafter: DraftFn | None = None
 ) -> RoundFn:
-    """A round: drafting (correct, or ``drafter``), then ``fn`` verifies, structure checked.
-    ``marker``: the temperature that marks greedy rows in vLLM's metadata; ``max_batch``: the
-    most requests one call of ``fn`` carries (a batch of rounds takes several calls)."""
-
-    shape = signature_named(signature)
+    """A round: drafting (correct, or ``drafter``), then ``fn`` verifies with
+    ``settings.signature``, structure checked (each call of ``fn`` carries at most
+    ``settings.limits.max_batch`` requests: a batch of rounds takes several calls)."""
 
     def run(problem: TableProblem, batch: int, generator: torch.Generator) -> Any:
         drafts = draft_rounds(problem, batch, generator, drafter=drafter)
-        out = shape.call(fn, drafts, problem, generator, marker=marker, max_batch=max_batch)
+        out = settings.signature.call(fn, drafts, problem, generator, settings)
         check_structure(out, drafts, problem.vocab)
         return out, drafts
 

@@ -27,6 +27,7 @@ from specproof.reference import (
 )
 from specproof.stats import HashPartition, goodness_of_fit, required_samples
 
+from .audit_settings import AuditSettings
 from .cases import applies, calls_problem, scheduler_cases, verifier_problems
 from .drafting import DraftFn
 from .errors import CaseTimeout, VerifierError, out_of_memory
@@ -55,9 +56,8 @@ from .settings import (
     DEFAULT_TOLERANCE,
     CallLimits,
     ErrorRates,
-    settled,
 )
-from .signatures import Signature, Verifier, row_slices, signature_named
+from .signatures import Verifier, VerifierSignature, row_slices
 
 __all__ = [  # the defaults stay importable from here, where older call sites read them
     "DEFAULT_ALPHA",
@@ -72,6 +72,7 @@ __all__ = [  # the defaults stay importable from here, where older call sites re
     "capped_drafter",
     "progress_bar",
     "rounds_needed",
+    "run_audit",
 ]
 
 GRACE = 5.0
@@ -100,8 +101,9 @@ def progress_bar(stream: TextIO | None = None) -> Callable[[str], Callable[[int,
     return for_case
 
 
-def cells_needed(law: Mapping[Any, object], tolerance: float) -> int:
-    return len(law) + (1 if tolerance > 0 else 0)
+def cells_needed(law: Mapping[Any, object], rates: ErrorRates) -> int:
+    """Cells of a row's test: the law's, and one more for the tolerance's slack."""
+    return len(law) + (1 if rates.tolerance > 0 else 0)
 
 
 def rounds_needed(laws: Sequence[Mapping[Any, object]], rates: ErrorRates) -> int:
@@ -111,7 +113,7 @@ def rounds_needed(laws: Sequence[Mapping[Any, object]], rates: ErrorRates) -> in
             rates.delta,
             rates.alpha,
             rates.beta,
-            cells_needed(law, rates.tolerance),
+            cells_needed(law, rates),
             rates.tolerance,
         )
         for law in laws
@@ -297,17 +299,18 @@ def subject_rows(
         guard.close()
 
 
-def capped_drafter(drafter: DraftFn, max_batch: int) -> DraftFn:
-    """``drafter`` called on at most ``max_batch`` logits rows at a time (each row is a request
-    of its own), the answers put back together; a call within the cap is passed through."""
+def capped_drafter(drafter: DraftFn, limits: CallLimits) -> DraftFn:
+    """``drafter`` called on at most ``limits.max_batch`` logits rows at a time (each row is a
+    request of its own), the answers put back together; a call within the cap is passed
+    through."""
 
     @functools.wraps(drafter)
     def call(logits: torch.Tensor, temperature: float, **kwargs: Any) -> Any:
-        if logits.shape[0] <= max_batch:
+        if logits.shape[0] <= limits.max_batch:
             return drafter(logits, temperature, **kwargs)
         parts = [
             drafter(logits[rows], temperature, **kwargs)
-            for rows in row_slices(logits.shape[0], max_batch)
+            for rows in row_slices(logits.shape[0], limits)
         ]
         malformed = [p for p in parts if not (isinstance(p, tuple | list) and len(p) == 2)]
         if malformed:
@@ -327,7 +330,7 @@ def stopped(timeout: float) -> bool:
 
 def audit_verifier(
     fn: Verifier,
-    signature: Signature,
+    signature: VerifierSignature | str,
     *,
     rates: ErrorRates | None = None,
     limits: CallLimits | None = None,
@@ -363,21 +366,63 @@ def audit_verifier(
     calls, same rounds);
     ``filter_order`` is the order in which the engine combines top-k and top-p (default: that
     of the signature's engine, its ``default_filter_order``), used when ``problems`` is not
-    given."""
+    given.
+
+    A front: the keywords become one :class:`~specproof.audit.audit_settings.AuditSettings`
+    (checked when made), and :func:`run_audit` runs the audit on it."""
+    settings = AuditSettings.of(
+        signature,
+        rates=rates,
+        limits=limits,
+        alpha=alpha,
+        beta=beta,
+        delta=delta,
+        tolerance=tolerance,
+        max_batch=max_batch,
+        timeout=timeout,
+        seed=seed,
+        marker=marker,
+        filter_order=filter_order,
+        fail_fast=fail_fast,
+        calls=calls,
+        robustness=robustness,
+    )
+    return run_audit(
+        fn,
+        settings,
+        problems=problems,
+        subject=subject,
+        progress=progress,
+        bars=bars,
+        drafter=drafter,
+    )
+
+
+def run_audit(
+    fn: Verifier,
+    settings: AuditSettings,
+    *,
+    problems: Sequence[TableProblem] | None = None,
+    subject: str = "",
+    progress: Lines | None = None,
+    bars: Callable[[str], Callable[[int, int], None]] | None = None,
+    drafter: DraftFn | None = None,
+) -> AuditReport:
+    """The audit of ``fn`` (or of ``drafter``, verified by ``fn``) as :func:`audit_verifier`
+    describes it, every row reading ``settings`` (the battery of ``settings.seed`` in
+    ``settings.order`` when ``problems`` is not given)."""
     start = time.perf_counter()
-    rates = settled(rates, ErrorRates(), alpha=alpha, beta=beta, delta=delta, tolerance=tolerance)
-    limits = settled(limits, CallLimits(), max_batch=max_batch, timeout=timeout)
-    max_batch, timeout = limits.max_batch, limits.timeout
+    signature, rates, seed = settings.signature, settings.rates, settings.seed
+    limits = settings.limits
+    timeout = limits.timeout
     kind = f"{signature} verifier" if drafter is None else f"drafter (verified by {signature})"
     if drafter is not None:
-        drafter = capped_drafter(drafter, max_batch)
+        drafter = capped_drafter(drafter, limits)
     report = AuditReport(subject or _name(drafter or fn), kind)
-    signature = signature_named(signature)
-    order = filter_order or signature.default_filter_order
     skipped: list[str] = []
     not_run: list[str] = []
     if problems is None:
-        problems = verifier_problems(seed, filter_order=order)
+        problems = verifier_problems(seed, filter_order=settings.order)
     hung = ""  # the case whose abandoned call still runs: the audit stops there
     for problem in problems:
         if not applies(problem, signature) or (drafter is not None and problem.ngram):
@@ -394,9 +439,7 @@ def audit_verifier(
         draft_fn = None if drafter is None else guard.subject(drafter)
         report.results += audit_problem(
             problem,
-            filter_round(
-                guard.subject(fn), signature, draft_fn, marker=marker, max_batch=max_batch
-            ),
+            filter_round(guard.subject(fn), settings, draft_fn),
             rates=rates,
             seed=seed,
             limits=limits,
@@ -406,7 +449,7 @@ def audit_verifier(
         )
         if guard.abandoned and stopped(timeout):
             hung = problem.name
-        if fail_fast and report.failed:
+        if settings.fail_fast and report.failed:
             break
     report.skipped += skipped
     if skipped:
@@ -415,7 +458,7 @@ def audit_verifier(
             "top_p and min_p to receive the request's filters)"
         )
     sections: list[tuple[str, str, Callable[[Guard], list[CaseResult]]]] = []
-    if drafter is not None and calls:
+    if drafter is not None and settings.calls:
         from .drafters import drafter_calls, fidelity_rates, fidelity_rows
 
         sections.append(
@@ -432,32 +475,23 @@ def audit_verifier(
                 lambda g: drafter_calls(g.subject(drafter), rates=rates, seed=seed),
             )
         )
-    if calls and drafter is None:
+    if settings.calls and drafter is None:
         from .calls import audit_calls
 
         def calls_rows(g: Guard) -> list[CaseResult]:
-            problem = calls_problem(signature, seed)
-            return audit_calls(
-                g.subject(fn),
-                signature,
-                problem,
-                rates=rates,
-                seed=seed,
-                marker=marker,
-                limits=limits,
-            )
+            return audit_calls(g.subject(fn), calls_problem(signature, seed), settings)
 
         sections.append(("calls", "identical inputs, called again", calls_rows))
-    if robustness and drafter is None:
+    if settings.robustness and drafter is None:
         sections.append(
             (
                 "nonfinite",
                 "NaN and inf rows (robustness, not a losslessness verdict)",
-                lambda g: nonfinite_rows(g.subject(fn), signature, seed, limits),
+                lambda g: nonfinite_rows(g.subject(fn), settings),
             )
         )
     for name, line, rows in sections:
-        if fail_fast and report.failed:
+        if settings.fail_fast and report.failed:
             break
         if hung:
             not_run.append(name)

@@ -2,15 +2,18 @@
 
 :class:`ErrorRates`: what every statistical row promises (false-fail rate, power, the TV it must
 detect, the TV a correct float verifier may differ by). :class:`CallLimits`: how much one call
-of the subject may carry and how long it may run. Both refuse an out-of-range value when made,
-so a row never meets one. Stdlib only.
+of the subject may carry and how long it may run. :class:`HuntSettings`: how long the rare-event
+hunt runs. :class:`CallSettings`: what a signature's calls read of a verifier audit's settings
+(:class:`specproof.audit.audit_settings.AuditSettings`, which holds all of these). Each value
+refuses an out-of-range field when made, so a row never meets one. Stdlib only.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 DEFAULT_ALPHA = 1e-6
 DEFAULT_BETA = 1e-4
@@ -68,6 +71,48 @@ class CallLimits:
             raise ValueError(f"max_batch must be at least 1, got {self.max_batch!r}")
         if not (_is_number(self.timeout) and self.timeout > 0):
             raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+HUNT_ROUNDS = 2**62
+"""Rounds per hunt case when only its time budget bounds it."""
+
+
+@dataclass(frozen=True)
+class HuntSettings:
+    """Each rare-event case runs ``rounds`` rounds, or as many as fit in ``budget`` seconds
+    (None: no budget), in calls of ``batch`` rounds (None: the signature's or the hunt's
+    default); :class:`CallLimits` caps every call as elsewhere."""
+
+    rounds: int = HUNT_ROUNDS
+    budget: float | None = None
+    batch: int | None = None
+
+    def __post_init__(self) -> None:
+        if not (_whole(self.rounds) and self.rounds >= 1):
+            raise ValueError(f"hunt rounds must be a whole number >= 1, got {self.rounds!r}")
+        if self.budget is not None and not (
+            _is_number(self.budget) and math.isfinite(self.budget) and self.budget > 0
+        ):
+            raise ValueError(
+                f"hunt budget must be a positive number of seconds, got {self.budget!r}"
+            )
+        if self.batch is not None and not (_whole(self.batch) and self.batch >= 1):
+            raise ValueError(f"hunt batch must be a whole number >= 1, got {self.batch!r}")
+
+
+class CallSettings(Protocol):
+    """What a signature's calls of the verifier read of the audit's settings: the limits of one
+    call, and the temperature that marks greedy rows in vLLM's metadata."""
+
+    @property
+    def limits(self) -> CallLimits: ...
+
+    @property
+    def marker(self) -> float: ...
 
 
 Value = TypeVar("Value", ErrorRates, CallLimits)

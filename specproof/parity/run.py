@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.engine.audit import ENGINE_TIMEOUT, exact_tokens_for
 from specproof.audit.engine.laws import first_tokens_law
 from specproof.audit.engine.runs import guarded_probs, run_prompts, sample_runs, target_vocab
@@ -124,9 +125,8 @@ def verifier_report(
         sampled: list[Sampled] = []
 
         def redraw(guard: Guard) -> list[CaseResult]:
-            round_fn = filter_round(
-                guard.subject(fn), request.signature, max_batch=request.max_batch
-            )
+            settings = AuditSettings.of(request.signature, max_batch=request.max_batch)
+            round_fn = filter_round(guard.subject(fn), settings)
             sampled.append(sample_rounds(problem, round_fn, rounds, request.seed))
             return []
 

@@ -611,13 +611,14 @@ def catching_rows(known: Bug, seed: int = 0, flags: BugFlags | None = None) -> l
     alpha, beta, delta, tolerance; a hunt case at the trigger's rounds), for the bug's subject
     (or, with ``flags``, the same subject with those flags instead: CORRECT for its flag-free
     counterpart)."""
+    from specproof.audit.audit_settings import AuditSettings
     from specproof.audit.calls import audit_calls
     from specproof.audit.cases import calls_problem, verifier_problems
     from specproof.audit.drafters import fidelity_rates, fidelity_rows
     from specproof.audit.hunt import hunt_case, hunt_cases
     from specproof.audit.nonfinite import nonfinite_rows
     from specproof.audit.run import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_DELTA, audit_verifier
-    from specproof.audit.settings import ErrorRates
+    from specproof.audit.settings import ErrorRates, HuntSettings
 
     trigger = known.caught
     if trigger is None:
@@ -629,13 +630,14 @@ def catching_rows(known: Bug, seed: int = 0, flags: BugFlags | None = None) -> l
     signature = trigger.signature
     if trigger.check == "hunt":
         case = next(c for c in hunt_cases() if c.name == trigger.case)
-        return [hunt_case(model, signature, case, trigger.hunt_rounds, seed=seed, batch=1 << 16)]
+        hunt = HuntSettings(trigger.hunt_rounds, batch=1 << 16)
+        return [hunt_case(model, case, AuditSettings.of(signature, seed=seed, hunt=hunt))]
     if trigger.case == "nonfinite":
-        return nonfinite_rows(model, signature, seed)
+        return nonfinite_rows(model, AuditSettings.of(signature, seed=seed))
     if trigger.case == "calls":
-        problem = calls_problem(signature, seed)
         rates = ErrorRates(alpha, beta, DEFAULT_DELTA)
-        return audit_calls(model, signature, problem, rates=rates, seed=seed)
+        settings = AuditSettings.of(signature, rates=rates, seed=seed)
+        return audit_calls(model, calls_problem(settings.signature, seed), settings)
     if trigger.case.startswith("fidelity"):
         temperature = float(trigger.case.removeprefix("fidelity-T"))
         rates = fidelity_rates(ErrorRates(alpha, beta))

@@ -23,12 +23,13 @@ from typing import Any
 
 import torch
 
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import verifier_problems
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.laws import exact_round_law
 from specproof.audit.rounds import verifier_round
 from specproof.audit.run import audit_problem
-from specproof.audit.settings import DEFAULT_MAX_BATCH, CallLimits, ErrorRates
+from specproof.audit.settings import DEFAULT_MAX_BATCH, CallLimits, ErrorRates, HuntSettings
 from specproof.sections import replace_section
 from specproof.subjects.mutants import rejection_sample
 
@@ -52,13 +53,18 @@ def measure(
 ) -> dict[str, Any]:
     problem = next(p for p in verifier_problems(0, 2048) if p.name == case)
     law = exact_round_law(problem)
+    settings = AuditSettings.of(
+        "vllm",
+        rates=ErrorRates(alpha=1e-6, beta=1e-4, delta=0.05, tolerance=1e-4),
+        limits=CallLimits(max_batch=max_batch),
+    )
     start = time.perf_counter()
     rows = audit_problem(
         problem,
-        verifier_round(fn, "vllm", max_batch=max_batch),
-        rates=ErrorRates(alpha=1e-6, beta=1e-4, delta=0.05, tolerance=1e-4),
-        seed=0,
-        limits=CallLimits(max_batch=max_batch),
+        verifier_round(fn, settings),
+        rates=settings.rates,
+        seed=settings.seed,
+        limits=settings.limits,
         round_law=law,
         rounds=rounds,
     )
@@ -85,7 +91,9 @@ def hunt_rates(
         for name, fn, rounds in verifiers:
             for size in sizes:
                 start = time.perf_counter()
-                row = hunt_case(fn, "vllm", case, rounds, limits=CallLimits(max_batch=size))
+                hunt = HuntSettings(rounds)
+                settings = AuditSettings.of("vllm", max_batch=size, hunt=hunt)
+                row = hunt_case(fn, case, settings)
                 seconds.setdefault((name, size), []).append(time.perf_counter() - start)
                 if not row.passed:
                     raise RuntimeError(f"{name}: {row.detail}")

@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import asdict
 from pathlib import Path
 
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import previous_token_case, verifier_problems
 from specproof.audit.problems import exact_output_law
 from specproof.audit.rounds import sample_rounds, verifier_round
@@ -60,7 +61,7 @@ def verifier_draw(biased: bool) -> tuple[Draw, Law]:
         if biased
         else examples.chain_speculative_sampling
     )
-    round_fn = verifier_round(fn, "flashinfer")
+    round_fn = verifier_round(fn, AuditSettings.of("flashinfer"))
 
     def draw(n: int, seed: int) -> Counter[Hashable]:
         outputs = sample_rounds(problem, round_fn, n, seed=10**6 + seed).outputs

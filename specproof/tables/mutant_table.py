@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import applies, verifier_problems
 from specproof.audit.hunt import hunt_case, hunt_cases, rounds_to_find
 from specproof.audit.laws import (
@@ -39,6 +40,8 @@ from specproof.audit.run import (
     DEFAULT_TOLERANCE,
     audit_verifier,
 )
+from specproof.audit.settings import HuntSettings
+from specproof.audit.signatures import signature_named
 from specproof.stats import exact_tv, required_samples
 from specproof.subjects.bugs import MUTANTS, Bug
 from specproof.subjects.flagged import BugFlags, drafter
@@ -90,7 +93,7 @@ def row_for(mutant: Bug, problems: list[TableProblem], hunt_rounds: int) -> Row:
         p
         for p in problems
         if p.vocab <= EXACT_VOCAB
-        and applies(p, "vllm")
+        and applies(p, signature_named("vllm"))
         and not (mutant.subject == "drafter" and p.ngram)
         and not p.positions  # exact TVs over the cases whose joint round law is tested
     ]
@@ -128,7 +131,8 @@ def row_for(mutant: Bug, problems: list[TableProblem], hunt_rounds: int) -> Row:
             needed = f"--hunt {find} ({case_name}, rate {rate:.3g})"
             if hunt_rounds >= find:
                 case = next(c for c in hunt_cases() if c.name == case_name)
-                hunted = hunt_case(make_verifier(mutant.name), "vllm", case, hunt_rounds)
+                settings = AuditSettings.of("vllm", hunt=HuntSettings(hunt_rounds))
+                hunted = hunt_case(make_verifier(mutant.name), case, settings)
                 verdict = "killed by hunt" if not hunted.passed else "survived hunt"
                 failed = [hunted.detail]
                 n = hunted.n or 0

@@ -10,8 +10,10 @@ from typing import Any
 import torch
 
 from specproof.audit import audit_verifier
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import verifier_problems
 from specproof.audit.hunt import excluded_rate, hunt_case, hunt_cases, hunt_verifier, rounds_to_find
+from specproof.audit.settings import HuntSettings
 from specproof.subjects import examples
 from specproof.subjects.mutants import make_verifier
 
@@ -56,9 +58,11 @@ def test_a_token_outside_the_vocabulary_is_a_layout_failure_with_its_round() -> 
 def test_the_hunt_catches_a_bf16_uniform_and_passes_the_correct_verifier() -> None:
     """P(bf16(u) == 1.0) is about 2^-9: with p == q that is a rejection, an impossible output."""
     case = next(c for c in hunt_cases() if c.name == "p-equals-q")
-    caught = hunt_case(make_verifier("uniform-bf16"), "vllm", case, 10**6, batch=1 << 14)
+    hunt = HuntSettings(10**6, batch=1 << 14)
+    caught = hunt_case(make_verifier("uniform-bf16"), case, AuditSettings.of("vllm", hunt=hunt))
     assert caught.verdict == "FAIL" and caught.round is not None and caught.round < 10**6
-    clean = hunt_verifier(make_verifier(None), "vllm", 1 << 16, batch=1 << 14)
+    hunt = HuntSettings(1 << 16, batch=1 << 14)
+    clean = hunt_verifier(make_verifier(None), AuditSettings.of("vllm", hunt=hunt))
     assert clean.passed
     assert all("rate <" in r.detail and "rate <" in r.result() for r in clean.results)
 
@@ -78,6 +82,6 @@ def test_a_case_past_its_deadline_stops_and_names_the_case() -> None:
     from specproof.audit.rounds import sample_rounds, verifier_round
 
     problem = PROBLEMS["ragged"]
-    round_fn = verifier_round(examples.rejection_sample, "vllm")
+    round_fn = verifier_round(examples.rejection_sample, AuditSettings.of("vllm"))
     with pytest.raises(CaseTimeout, match="ragged: stopped after 64 of 1000 rounds"):
         sample_rounds(problem, round_fn, 1000, 0, chunk=64, deadline=time.monotonic() - 1)

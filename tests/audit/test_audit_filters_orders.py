@@ -17,6 +17,7 @@ import torch
 from specproof.reference.filters import FILTER_ORDERS
 
 from specproof.audit import audit_verifier
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.filters import (
     MIN_P_TEMPERATURE_REQUEST,
     MIN_P_TOP_P_REQUEST,
@@ -177,8 +178,8 @@ def test_request_params_refuse_bad_parameters(keywords: dict[str, Any]) -> None:
         RequestParams(**keywords)
 
 
-def test_metadata_refuses_a_negative_batch_and_a_nan_marker() -> None:
+def test_metadata_refuses_a_negative_batch_and_the_settings_a_nan_marker() -> None:
     with pytest.raises(ValueError, match="batch must be an integer"):
         vllm_metadata(-1)
-    with pytest.raises(ValueError, match="greedy marker must be finite"):
-        vllm_metadata(2, marker=float("nan"))
+    with pytest.raises(ValueError, match="greedy marker"):
+        AuditSettings.of("vllm", marker=float("nan"))

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 import torch
 
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import verifier_problems
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.run import audit_verifier
-from specproof.audit.settings import CallLimits
+from specproof.audit.settings import CallLimits, HuntSettings
 from specproof.subjects import examples
 
 ROW_FAILED = 1
@@ -103,14 +104,10 @@ def test_a_hung_call_in_the_hunt_is_a_timeout_row_counting_the_rounds_before() -
         return examples.chain_speculative_sampling(*args, **kwargs)
 
     try:
-        row = hunt_case(
-            verifier,
-            "flashinfer",
-            hunt_cases()[0],
-            10_000,
-            batch=100,
-            limits=CallLimits(timeout=1.0),
+        settings = AuditSettings.of(
+            "flashinfer", limits=CallLimits(timeout=1.0), hunt=HuntSettings(10_000, batch=100)
         )
+        row = hunt_case(verifier, hunt_cases()[0], settings)
     finally:
         release.set()
     assert (row.check, row.verdict, row.n) == ("timeout", "FAIL", 200)

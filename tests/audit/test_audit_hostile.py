@@ -14,11 +14,12 @@ import pytest
 import torch
 
 from specproof.audit import main
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.calls import audit_calls
 from specproof.audit.cases import calls_problem, verifier_problems
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.run import audit_verifier
-from specproof.audit.settings import ErrorRates
+from specproof.audit.settings import ErrorRates, HuntSettings
 from specproof.subjects import examples
 
 USAGE_ERROR, ROW_FAILED, INTERNAL_ERROR = 2, 1, 3
@@ -33,7 +34,8 @@ def half_the_rows(*args: Any, **kwargs: Any) -> torch.Tensor:
 
 def test_the_hunt_counts_rows_returned_not_rounds_asked() -> None:
     """It used to report 2,000 rounds checked (and pass) for 1,000 rows returned."""
-    row = hunt_case(half_the_rows, "flashinfer", hunt_cases()[0], 2000, batch=1000)
+    settings = AuditSettings.of("flashinfer", hunt=HuntSettings(2000, batch=1000))
+    row = hunt_case(half_the_rows, hunt_cases()[0], settings)
     assert row.verdict == "FAIL"
     assert "returned 500 rows for 1000 requests" in row.summary
     assert row.n == 0
@@ -51,7 +53,8 @@ def test_float_ids_are_not_read_as_ints(answer: Any) -> None:
         out = examples.chain_speculative_sampling(*args, **kwargs)
         return answer(out[0] if isinstance(out, tuple | list) else out)  # type: ignore[no-any-return]
 
-    hunted = hunt_case(floats, "flashinfer", hunt_cases()[0], 100, batch=100)
+    settings = AuditSettings.of("flashinfer", hunt=HuntSettings(100, batch=100))
+    hunted = hunt_case(floats, hunt_cases()[0], settings)
     assert hunted.verdict == "FAIL" and "not integer token ids" in hunted.summary
     small = [p for p in verifier_problems() if p.name == "small-vocab"]
     report = audit_verifier(floats, "flashinfer", problems=small, calls=False, delta=0.5)
@@ -83,10 +86,9 @@ def test_the_calls_rows_fail_a_verifier_that_raises_or_returns_none(
     call: int, error: Exception | None
 ) -> None:
     """These used to end the audit with a traceback (exit 1) or as a usage error (exit 2)."""
-    problem = calls_problem("flashinfer")
+    settings = AuditSettings.of("flashinfer", rates=ErrorRates(alpha=1e-6, beta=1e-4, delta=0.5))
     verifier = raising_on_call(call, error)
-    rates = ErrorRates(alpha=1e-6, beta=1e-4, delta=0.5)
-    rows = audit_calls(verifier, "flashinfer", problem, rates=rates, seed=0)
+    rows = audit_calls(verifier, calls_problem(settings.signature), settings)
     assert rows and rows[0].verdict == "FAIL", rows
     assert rows[0].case == "calls"
 

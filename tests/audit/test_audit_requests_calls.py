@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from specproof.audit import audit_verifier, main
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.calls import audit_calls, collision_probability, rows_needed
 from specproof.audit.cases import calls_problem, verifier_problems
 from specproof.audit.drafting import Drafts
@@ -22,7 +23,7 @@ from specproof.audit.requests import (
     raw_logits,
     request_kinds,
 )
-from specproof.audit.settings import ErrorRates
+from specproof.audit.settings import ErrorRates, HuntSettings
 from specproof.subjects import examples
 
 PROBLEMS = {p.name: p for p in verifier_problems(0, 64)}
@@ -107,20 +108,19 @@ def test_the_calls_rows() -> None:
     1 against about 0.6); one that ignores per-request generators fails `repeat` (exact)."""
     from specproof.subjects.bugs import identical_streams
 
-    problem = calls_problem("vllm")
-    options = {"rates": ErrorRates(alpha=1e-6, beta=1e-4, delta=0.2), "seed": 0}
-    good = audit_calls(examples.rejection_sample, "vllm", problem, **options)  # type: ignore[arg-type]
+    rates = ErrorRates(alpha=1e-6, beta=1e-4, delta=0.2)
+    vllm = AuditSettings.of("vllm", rates=rates, seed=0)
+    problem = calls_problem(vllm.signature)
+    good = audit_calls(examples.rejection_sample, problem, vllm)
     assert all(r.passed for r in good)
     assert {r.check for r in good} == {"unseeded", "repeat", "seeds", "inputs"}
-    restarts = audit_calls(identical_streams, "vllm", problem, **options)  # type: ignore[arg-type]
+    restarts = audit_calls(identical_streams, problem, vllm)
     assert {r.check for r in restarts if not r.passed} == {"unseeded"}
-    ignores = audit_calls(_without_generators, "vllm", problem, **options)  # type: ignore[arg-type]
+    ignores = audit_calls(_without_generators, problem, vllm)
     assert [r.check for r in ignores if not r.passed] == ["repeat"]
+    flashinfer = AuditSettings.of("flashinfer", rates=rates, seed=0)
     fi = audit_calls(
-        examples.chain_speculative_sampling,
-        "flashinfer",
-        calls_problem("flashinfer"),
-        **options,  # type: ignore[arg-type]
+        examples.chain_speculative_sampling, calls_problem(flashinfer.signature), flashinfer
     )
     assert all(r.passed for r in fi) and "repeat" in {r.check for r in fi}
 
@@ -143,7 +143,8 @@ def test_a_verifier_reading_only_todays_greedy_marker_passes_and_the_old_marker_
 def test_the_hunt_on_a_time_budget_states_what_it_excludes() -> None:
     case = next(c for c in hunt_cases() if c.name == "p-equals-q")
     assert case.draft.shape[0] >= 3
-    row = hunt_case(examples.rejection_sample, "vllm", case, 2**40, batch=1 << 12, budget=0.5)
+    hunt = HuntSettings(2**40, budget=0.5, batch=1 << 12)
+    row = hunt_case(examples.rejection_sample, case, AuditSettings.of("vllm", hunt=hunt))
     assert row.passed and row.n is not None and 0 < row.n < 2**40
     assert f"rate < {excluded_rate(row.n):.3g}" in row.detail
 

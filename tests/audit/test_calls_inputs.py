@@ -15,13 +15,18 @@ from typing import Any
 import torch
 from specproof.optimized.call_shapes import VllmRejectionSample, accepts_call_shape
 
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.calls import audit_calls
 from specproof.audit.cases import calls_problem
 from specproof.audit.report import INFO, AuditReport
 from specproof.audit.settings import ErrorRates
 from specproof.subjects import examples
 
-OPTIONS = {"rates": ErrorRates(alpha=1e-6, beta=1e-4, delta=0.2), "seed": 0}
+RATES = ErrorRates(alpha=1e-6, beta=1e-4, delta=0.2)
+
+
+def settings(signature: str) -> AuditSettings:
+    return AuditSettings.of(signature, rates=RATES, seed=0)
 
 
 def divides_in_place(
@@ -62,7 +67,7 @@ def test_the_subject_has_vllms_call_shape() -> None:
 
 def test_the_calls_case_has_temperatures_other_than_one() -> None:
     """Otherwise dividing in place would change nothing, and the test below nothing."""
-    problem = calls_problem("vllm-logits")
+    problem = calls_problem(settings("vllm-logits").signature)
     assert any(abs(p.temperature - 1) > 0.1 for p in problem.requests)
 
 
@@ -71,9 +76,8 @@ def test_a_verifier_dividing_its_logits_in_place_is_no_false_alarm() -> None:
     law, and the repeat or rate rows failed a correct verifier."""
     rows = audit_calls(
         divides_in_place,
-        "vllm-logits",
-        calls_problem("vllm-logits"),
-        **OPTIONS,  # type: ignore[arg-type]
+        calls_problem(settings("vllm-logits").signature),
+        settings("vllm-logits"),
     )
     verdicts = {r.check: r.verdict for r in rows}
     assert verdicts == {"unseeded": "pass", "repeat": "pass", "seeds": "pass", "inputs": INFO}
@@ -84,9 +88,8 @@ def test_a_verifier_dividing_its_logits_in_place_is_no_false_alarm() -> None:
 def test_the_inputs_row_informs_and_never_fails_the_report() -> None:
     rows = audit_calls(
         divides_in_place,
-        "vllm-logits",
-        calls_problem("vllm-logits"),
-        **OPTIONS,  # type: ignore[arg-type]
+        calls_problem(settings("vllm-logits").signature),
+        settings("vllm-logits"),
     )
     report = AuditReport("divides_in_place", "vllm-logits verifier", results=rows)
     assert not report.failed
@@ -96,9 +99,8 @@ def test_the_inputs_row_informs_and_never_fails_the_report() -> None:
 def test_a_verifier_that_leaves_its_inputs_alone_gets_a_passing_inputs_row() -> None:
     rows = audit_calls(
         examples.rejection_sample_logits,
-        "vllm-logits",
-        calls_problem("vllm-logits"),
-        **OPTIONS,  # type: ignore[arg-type]
+        calls_problem(settings("vllm-logits").signature),
+        settings("vllm-logits"),
     )
     assert all(r.passed for r in rows), [r.summary for r in rows]
     assert [r.summary for r in rows if r.check == "inputs"] == ["no call wrote into its inputs"]
@@ -108,9 +110,8 @@ def test_flashinfer_counts_written_by_contract_are_not_reported() -> None:
     """FlashInfer's verifier fills its accepted and emitted count tensors: outputs, not inputs."""
     rows = audit_calls(
         examples.chain_speculative_sampling,
-        "flashinfer",
-        calls_problem("flashinfer"),
-        **OPTIONS,  # type: ignore[arg-type]
+        calls_problem(settings("flashinfer").signature),
+        settings("flashinfer"),
     )
     assert all(r.passed for r in rows), [r.summary for r in rows]
     assert [r.summary for r in rows if r.check == "inputs"] == ["no call wrote into its inputs"]

@@ -7,10 +7,11 @@ from typing import Any
 
 import torch
 
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import verifier_problems
 from specproof.audit.drafting import draft_rounds
 from specproof.audit.hunt import hunt_case, hunt_cases
-from specproof.audit.settings import CallLimits
+from specproof.audit.settings import HuntSettings
 from specproof.audit.signatures import call_hf
 from specproof.subjects import examples
 
@@ -34,7 +35,8 @@ def test_call_hf_runs_rows_on_one_thread_and_restores_the_setting() -> None:
         assert seen == [1] * 20
         assert torch.get_num_threads() == 2
         seen.clear()
-        row = hunt_case(recording(seen), "hf", hunt_cases()[0], 64, limits=CallLimits(timeout=60.0))
+        settings = AuditSettings.of("hf", timeout=60.0, hunt=HuntSettings(64))
+        row = hunt_case(recording(seen), hunt_cases()[0], settings)
         assert row.verdict == "pass" and seen == [1] * 64
         assert torch.get_num_threads() == 2
     finally:

@@ -20,6 +20,7 @@ ORDER = [
     "drafting",
     "structure",
     "signatures",
+    "audit_settings",
     "rounds",
     "laws",
     "filters",

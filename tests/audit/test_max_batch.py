@@ -10,12 +10,13 @@ import pytest
 import torch
 
 from specproof.audit import audit_verifier
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import verifier_problems
 from specproof.audit.cli import main
 from specproof.audit.errors import out_of_memory
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.report import LIMIT
-from specproof.audit.settings import CallLimits
+from specproof.audit.settings import CallLimits, HuntSettings
 from specproof.subjects import examples
 
 LIMIT_REQUESTS = 1024
@@ -42,7 +43,7 @@ def fragile_torch(*args: Any) -> torch.Tensor:
 
 def test_the_hunt_calls_engine_sized_batches() -> None:
     """Regression: the hunt sent 2^18 requests in one call, and this verifier's row errored."""
-    row = hunt_case(fragile, "vllm", ZERO_TARGET, 1 << 14)
+    row = hunt_case(fragile, ZERO_TARGET, AuditSettings.of("vllm", hunt=HuntSettings(1 << 14)))
     assert row.passed and row.n == 1 << 14, row
 
 
@@ -59,7 +60,8 @@ def test_the_battery_and_the_calls_rows_call_engine_sized_batches() -> None:
 
 @pytest.mark.parametrize("fn", [fragile, fragile_torch], ids=["MemoryError", "torch-allocator"])
 def test_running_out_of_memory_is_a_limit_not_a_pass(fn: Any) -> None:
-    row = hunt_case(fn, "vllm", ZERO_TARGET, 1 << 14, limits=CallLimits(max_batch=4096))
+    settings = AuditSettings.of("vllm", max_batch=4096, hunt=HuntSettings(1 << 14))
+    row = hunt_case(fn, ZERO_TARGET, settings)
     assert row.verdict == LIMIT and not row.passed, row
     assert "4096 requests" in row.summary and "--max-batch" in row.detail, row
     report = audit_verifier(fn, "vllm", problems=[SMALL], delta=0.2, max_batch=4096)
@@ -78,7 +80,8 @@ def test_the_option_splits_calls_and_keeps_rows() -> None:
         sizes.append(len(args[1]))
         return examples.rejection_sample(*args)
 
-    row = hunt_case(counting, "vllm", ZERO_TARGET, 1000, limits=CallLimits(max_batch=300))
+    settings = AuditSettings.of("vllm", limits=CallLimits(max_batch=300), hunt=HuntSettings(1000))
+    row = hunt_case(counting, ZERO_TARGET, settings)
     assert row.passed and row.n == 1000
     assert max(sizes) == 300 and len(sizes) == 4
     sizes.clear()

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from specproof.audit import audit_verifier
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.nonfinite import nonfinite_rows
 from specproof.audit.settings import CallLimits
 from specproof.subjects import examples
@@ -40,7 +41,8 @@ def test_the_nonfinite_rows_keep_the_cap(signature: str) -> None:
     this verifier's robustness rows stopped at an out-of-memory limit."""
     fn, size_of = SIGNATURES[signature]
     sizes: list[int] = []
-    rows = nonfinite_rows(counting(fn, size_of, sizes), signature, 0, CallLimits(max_batch=CAP))  # type: ignore[arg-type]
+    settings = AuditSettings.of(signature, limits=CallLimits(max_batch=CAP))
+    rows = nonfinite_rows(counting(fn, size_of, sizes), settings)
     assert sizes and max(sizes) <= CAP, sizes
     assert all(r.passed for r in rows), [r.summary for r in rows]
 
@@ -60,7 +62,7 @@ def test_a_part_returning_the_wrong_rows_fails_the_row() -> None:
     def drops_a_row(*args: Any) -> torch.Tensor:
         return torch.zeros((len(args[1]) - 1, 4), dtype=torch.int64)
 
-    rows = nonfinite_rows(drops_a_row, "vllm", 0, CallLimits(max_batch=CAP))
+    rows = nonfinite_rows(drops_a_row, AuditSettings.of("vllm", max_batch=CAP))
     assert all(r.verdict == "FAIL" for r in rows), [r.summary for r in rows]
     assert all("expected [" in r.summary for r in rows), [r.summary for r in rows]
 
@@ -95,6 +97,6 @@ def test_a_capped_drafter_answers_as_the_drafter_does() -> None:
     from specproof.audit.run import capped_drafter
 
     logits = torch.randn(10, 7, generator=torch.Generator().manual_seed(0))
-    tokens, probs = capped_drafter(examples.greedy_draft, 3)(logits, 0.7)
+    tokens, probs = capped_drafter(examples.greedy_draft, CallLimits(max_batch=3))(logits, 0.7)
     whole_tokens, whole_probs = examples.greedy_draft(logits, 0.7)
     assert torch.equal(tokens, whole_tokens) and torch.equal(probs, whole_probs)

@@ -12,6 +12,7 @@ import torch
 from specproof.optimized import compat
 
 from specproof.audit import audit_verifier
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import verifier_problems
 from specproof.audit.nonfinite import VOCAB, nonfinite_cases, nonfinite_rows
 from specproof.subjects import bugs, examples
@@ -22,7 +23,7 @@ def _by_check(rows: list[Any]) -> dict[str, Any]:
 
 
 def test_all_nan_target_row_emitting_vocab_size_fails() -> None:
-    rows = _by_check(nonfinite_rows(bugs.nan_target_emits_vocab_size, "vllm"))
+    rows = _by_check(nonfinite_rows(bugs.nan_target_emits_vocab_size, AuditSettings.of("vllm")))
     row = rows["target-all-nan"]
     assert row.verdict == "FAIL", row
     assert "outside the vocabulary" in row.summary, row.summary
@@ -30,14 +31,14 @@ def test_all_nan_target_row_emitting_vocab_size_fails() -> None:
 
 
 def test_all_nan_draft_row_recovering_the_rejected_draft_fails() -> None:
-    rows = _by_check(nonfinite_rows(bugs.nan_draft_recovers_rejected, "vllm"))
+    rows = _by_check(nonfinite_rows(bugs.nan_draft_recovers_rejected, AuditSettings.of("vllm")))
     row = rows["draft-all-nan"]
     assert row.verdict == "FAIL", row
     assert "just rejected" in row.summary, row.summary
 
 
 def test_every_case_is_one_exact_row() -> None:
-    rows = nonfinite_rows(examples.rejection_sample, "vllm")
+    rows = nonfinite_rows(examples.rejection_sample, AuditSettings.of("vllm"))
     assert [r.check for r in rows] == [c.check for c in nonfinite_cases()]
     assert all(r.alpha == 0 and r.case == "nonfinite" for r in rows)
 
@@ -47,7 +48,7 @@ def test_a_verifier_that_refuses_passes() -> None:
         raise ValueError("non-finite probabilities")
 
     for signature in ("flashinfer", "vllm", "vllm-logits", "hf"):
-        rows = nonfinite_rows(refuses, signature)  # type: ignore[arg-type]
+        rows = nonfinite_rows(refuses, AuditSettings.of(signature))
         assert all(r.passed and r.summary.startswith("refused: ValueError") for r in rows), rows
 
 
@@ -57,7 +58,7 @@ def test_a_verifier_emitting_padding_everywhere_fails() -> None:
     def empty(draft_probs: torch.Tensor, tokens: torch.Tensor, *rest: Any, **kw: Any) -> Any:
         return torch.full((tokens.shape[0], tokens.shape[1] + 1), -1, dtype=torch.int32)
 
-    rows = nonfinite_rows(empty, "flashinfer")
+    rows = nonfinite_rows(empty, AuditSettings.of("flashinfer"))
     assert all(not r.passed and "no token" in r.summary for r in rows), rows
 
 
@@ -79,7 +80,7 @@ def test_specproof_verifiers_pass(fn: Callable[..., Any], signature: Any) -> Non
     after a NaN rejection as the argmax of an all-NaN residual (token 0), which is the rejected
     draft whenever that draft was 0."""
     for seed in range(3):
-        rows = nonfinite_rows(fn, signature, seed)
+        rows = nonfinite_rows(fn, AuditSettings.of(signature, seed=seed))
         assert all(r.passed for r in rows), [(r.check, r.summary) for r in rows]
 
 

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from specproof.audit import calls, hunt, run
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cli import main
 from specproof.audit.report import AuditReport, exact_row
-from specproof.audit.settings import DEFAULT_RATES, CallLimits, ErrorRates, settled
+from specproof.audit.settings import DEFAULT_RATES, CallLimits, ErrorRates, HuntSettings, settled
+from specproof.audit.signatures import signature_named
 
 
 @pytest.mark.parametrize(
@@ -64,44 +66,101 @@ def test_settled_takes_the_value_or_the_loose_keywords_never_both() -> None:
         settled(rates, DEFAULT_RATES, alpha=1e-3)
 
 
-def test_the_command_makes_the_rates_and_limits_once_for_every_row(
+def test_the_command_makes_one_settings_value_for_every_row(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Every row function (battery, calls, non-finite, hunt) receives the very objects the
-    command made from its flags; the rows are stubbed, so nothing is sampled."""
+    """Every row function (battery rounds, calls, non-finite, hunt) receives the very
+    AuditSettings the command made from its flags (the battery its rates and limits, the same
+    objects); the rows are stubbed, so nothing is sampled."""
     seen: list[tuple[str, Any]] = []
+    real_filter_round = run.filter_round
+
+    def rounds(fn: Any, settings: AuditSettings, drafter: Any = None) -> Any:
+        seen.append(("rounds", settings))
+        return real_filter_round(fn, settings, drafter)
 
     def battery(*args: Any, rates: ErrorRates, limits: CallLimits, **kwargs: Any) -> list:
         seen.extend([("battery rates", rates), ("battery limits", limits)])
         return [exact_row("stub", "layout", 0, "pass", "stubbed")]
 
-    def calls_rows(*args: Any, rates: ErrorRates, limits: CallLimits, **kwargs: Any) -> list:
-        seen.extend([("calls rates", rates), ("calls limits", limits)])
+    def calls_rows(fn: Any, problem: Any, settings: AuditSettings) -> list:
+        seen.append(("calls", settings))
         return []
 
-    def nonfinite(fn: Any, signature: Any, seed: int, limits: CallLimits) -> list:
-        seen.append(("nonfinite limits", limits))
+    def nonfinite(fn: Any, settings: AuditSettings) -> list:
+        seen.append(("nonfinite", settings))
         return []
 
-    def hunting(*args: Any, limits: CallLimits, **kwargs: Any) -> AuditReport:
-        seen.append(("hunt limits", limits))
+    def hunting(fn: Any, settings: AuditSettings, **kwargs: Any) -> AuditReport:
+        seen.append(("hunt", settings))
         return AuditReport("stub", "hunt")
 
+    monkeypatch.setattr(run, "filter_round", rounds)
     monkeypatch.setattr(run, "audit_problem", battery)
     monkeypatch.setattr(calls, "audit_calls", calls_rows)
     monkeypatch.setattr(run, "nonfinite_rows", nonfinite)
     monkeypatch.setattr(hunt, "hunt_verifier", hunting)
     flags = ["--alpha", "1e-5", "--beta", "0.01", "--delta", "0.3", "--tolerance", "0.001"]
-    flags += ["--max-batch", "77", "--timeout", "123", "--hunt", "8", "--quiet"]
+    flags += ["--max-batch", "77", "--timeout", "123", "--hunt", "8", "--greedy-marker", "-1"]
+    flags += ["--seed", "5", "--filter-order", "joint", "--quiet"]
     main(["specproof.subjects.examples:rejection_sample", "--signature", "vllm", *flags])
-    rates = {id(value) for name, value in seen if name.endswith("rates")}
-    limits = {id(value) for name, value in seen if name.endswith("limits")}
-    names = {name.split()[0] for name, _ in seen}
-    assert names == {"battery", "calls", "nonfinite", "hunt"}, seen
-    assert len(rates) == 1 and len(limits) == 1, seen
-    made = dict(seen)
-    assert made["battery rates"] == ErrorRates(1e-5, 0.01, 0.3, 0.001)
-    assert made["hunt limits"] == CallLimits(77, 123.0)
+    made = [value for name, value in seen if name in ("rounds", "calls", "nonfinite", "hunt")]
+    assert {name for name, _ in seen} == {
+        "rounds", "battery rates", "battery limits", "calls", "nonfinite", "hunt"
+    }, seen  # fmt: skip
+    assert len({id(value) for value in made}) == 1, seen
+    settings = made[0]
+    assert all(value is settings.rates for name, value in seen if name == "battery rates")
+    assert all(value is settings.limits for name, value in seen if name == "battery limits")
+    assert settings == AuditSettings(
+        signature_named("vllm"),
+        ErrorRates(1e-5, 0.01, 0.3, 0.001),
+        CallLimits(77, 123.0),
+        seed=5,
+        marker=-1.0,
+        filter_order="joint",
+        hunt=HuntSettings(rounds=8),
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"signature": "vllm"}, "signature"),
+        ({"rates": 0.05}, "rates"),
+        ({"limits": {"max_batch": 4}}, "limits"),
+        ({"seed": 1.5}, "seed"),
+        ({"marker": math.nan}, "marker"),
+        ({"marker": "0"}, "marker"),
+        ({"filter_order": "backwards"}, "filter_order"),
+        ({"calls": 1}, "calls"),
+        ({"hunt": 8}, "hunt"),
+    ],
+)
+def test_audit_settings_refuse_a_bad_field_naming_it(fields: dict[str, Any], named: str) -> None:
+    made = {"signature": signature_named("vllm"), **fields}
+    with pytest.raises(ValueError, match=named):
+        AuditSettings(**made)
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [({"rounds": 0}, "rounds"), ({"budget": -1.0}, "budget"), ({"batch": 2.0}, "batch")],
+)
+def test_hunt_settings_refuse_a_bad_field_naming_it(fields: dict[str, Any], named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        HuntSettings(**fields)
+
+
+def test_the_keyword_front_resolves_the_name_once_and_keeps_the_refusals() -> None:
+    settings = AuditSettings.of("hf", alpha=1e-3, max_batch=9, seed=4)
+    assert settings.signature is signature_named("hf")
+    assert settings.order == signature_named("hf").default_filter_order
+    assert (settings.rates.alpha, settings.limits.max_batch, settings.seed) == (1e-3, 9, 4)
+    with pytest.raises(TypeError, match="max_batch="):
+        AuditSettings.of("hf", limits=CallLimits(), max_batch=9)
+    with pytest.raises(ValueError, match="unknown signature"):
+        AuditSettings.of("no-such-engine")
 
 
 def test_the_engine_command_makes_the_rates_once_for_every_row(

@@ -15,14 +15,14 @@ import pytest
 import torch
 
 from specproof.audit import audit_verifier
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import verifier_problems
 from specproof.audit.cli import parser
 from specproof.audit.drafting import Drafts
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.problems import TableProblem
-from specproof.audit.requests import GREEDY_TEMPERATURE
+from specproof.audit.settings import CallLimits, CallSettings, HuntSettings
 from specproof.audit.signatures import (
-    DEFAULT_MAX_BATCH,
     RepeatedCalls,
     Verifier,
     VerifierSignature,
@@ -74,12 +74,12 @@ class DenseToy(VerifierSignature):
     takes_request_filters: ClassVar[bool] = False
     target_argument: ClassVar[int] = 0
 
-    def _dense(self, fn: Verifier, drafts: Drafts, max_batch: int) -> torch.Tensor:
+    def _dense(self, fn: Verifier, drafts: Drafts, limits: CallLimits) -> torch.Tensor:
         batch, gamma = drafts.tokens.shape
         out = torch.full((batch, gamma + 1), -1, dtype=torch.int64)
         for length in torch.unique(drafts.lengths).tolist():
             rows = torch.nonzero(drafts.lengths == length).squeeze(1)
-            for part in row_slices(len(rows), max_batch):
+            for part in row_slices(len(rows), limits):
                 chosen = rows[part]
                 out[chosen, : length + 1] = fn(
                     drafts.target_probs[chosen, : length + 1],
@@ -94,12 +94,10 @@ class DenseToy(VerifierSignature):
         drafts: Drafts,
         problem: TableProblem,
         generator: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> torch.Tensor:
         torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
-        return self._dense(fn, drafts, max_batch)
+        return self._dense(fn, drafts, settings.limits)
 
     def repeated_calls(
         self,
@@ -107,12 +105,10 @@ class DenseToy(VerifierSignature):
         drafts: Drafts,
         problem: TableProblem,
         stream: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> RepeatedCalls:
-        first = self.call(fn, drafts, problem, stream, max_batch=max_batch)
-        again = self.call(fn, drafts, problem, stream, max_batch=max_batch)
+        first = self.call(fn, drafts, problem, stream, settings)
+        again = self.call(fn, drafts, problem, stream, settings)
         return RepeatedCalls(first, again, first, None)
 
     def nonfinite_call(
@@ -123,12 +119,12 @@ class DenseToy(VerifierSignature):
         target: torch.Tensor,
         where: str,
         corrupt: Any,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        limits: CallLimits,
     ) -> Any:
         draft = corrupt(draft) if where == "draft" else draft
         target = corrupt(target) if where == "target" else target
         return in_parts(
-            lambda rows: fn(target[rows], draft[rows], tokens[rows]), len(tokens), max_batch
+            lambda rows: fn(target[rows], draft[rows], tokens[rows]), len(tokens), limits
         )
 
     def hunt_call(
@@ -180,7 +176,8 @@ def test_a_fifth_signature_is_one_class_and_one_registration(toy: VerifierSignat
     assert {"small-vocab", "calls", "nonfinite"} <= cases
     assert all(r.verdict != "FAIL" for r in [*report.results, *report.robustness])
     assert report.kind == "toy-dense verifier"
-    hunted = hunt_case(toy_verifier, "toy-dense", hunt_cases()[0], 4096, batch=512)
+    settings = AuditSettings.of("toy-dense", hunt=HuntSettings(4096, batch=512))
+    hunted = hunt_case(toy_verifier, hunt_cases()[0], settings)
     assert hunted.verdict == "pass"
     assert parser().parse_args(["m:f", "--signature", "toy-dense"]).signature == "toy-dense"
 

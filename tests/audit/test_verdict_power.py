@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from specproof.audit import audit_verifier
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import verifier_problems
 from specproof.audit.engine.cli import main as engine_main
 from specproof.audit.filters import FilterProblem
@@ -137,7 +138,7 @@ def test_a_correct_verifier_at_the_stated_n_passes_with_the_power_on_the_verdict
 def test_too_few_rounds_are_inconclusive() -> None:
     rows = audit_problem(
         SMALL,
-        verifier_round(examples.rejection_sample, "vllm"),
+        verifier_round(examples.rejection_sample, AuditSettings.of("vllm")),
         rates=ErrorRates(alpha=1e-6, beta=1e-4, delta=0.2, tolerance=1e-4),
         seed=0,
         rounds=50,

@@ -10,13 +10,15 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.calls import audit_calls
 from specproof.audit.cases import calls_problem
 from specproof.audit.hunt import hunt_case, hunt_cases
-from specproof.audit.settings import ErrorRates
+from specproof.audit.settings import ErrorRates, HuntSettings
 from specproof.subjects import examples
 
-PROBLEM = calls_problem("flashinfer")
+FLASHINFER = AuditSettings.of("flashinfer", rates=ErrorRates(alpha=1e-6, beta=1e-4, delta=0.5))
+PROBLEM = calls_problem(FLASHINFER.signature)
 
 
 def wrong_outputs() -> st.SearchStrategy[Any]:
@@ -54,18 +56,13 @@ def once_wrong(bad_call: int, wrong: Any) -> Any:
 def test_the_hunt_fails_a_verifier_that_answers_wrong_once(
     bad_call: int, wrong: Any, case: Any
 ) -> None:
-    row = hunt_case(once_wrong(bad_call, wrong), "flashinfer", case, 96, batch=32)
+    settings = AuditSettings.of("flashinfer", hunt=HuntSettings(96, batch=32))
+    row = hunt_case(once_wrong(bad_call, wrong), case, settings)
     assert row.verdict == "FAIL", row
     assert row.n is not None and row.n <= 32 * (bad_call - 1) + 1
 
 
 @given(bad_call=st.integers(1, 2), wrong=wrong_outputs())
 def test_the_calls_rows_fail_a_verifier_that_answers_wrong_once(bad_call: int, wrong: Any) -> None:
-    rows = audit_calls(
-        once_wrong(bad_call, wrong),
-        "flashinfer",
-        PROBLEM,
-        rates=ErrorRates(alpha=1e-6, beta=1e-4, delta=0.5),
-        seed=0,
-    )
+    rows = audit_calls(once_wrong(bad_call, wrong), PROBLEM, FLASHINFER)
     assert rows[0].verdict == "FAIL", rows

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+from ..settings import DEFAULT_MAX_BATCH
 from .base import (
-    DEFAULT_MAX_BATCH,
     RepeatedCalls,
     Verifier,
     VerifierSignature,

@@ -18,8 +18,8 @@ from specproof.reference.filters import FilterOrder
 from ..drafting import Drafts
 from ..errors import VerifierError
 from ..problems import PLACEHOLDER, TableProblem
-from ..requests import GREEDY_TEMPERATURE, RequestParams
-from ..settings import DEFAULT_MAX_BATCH
+from ..requests import RequestParams
+from ..settings import CallLimits, CallSettings
 
 Verifier = Callable[..., Any]
 Corrupt = Callable[[torch.Tensor], torch.Tensor]
@@ -49,13 +49,12 @@ def seed_torch(generator: torch.Generator) -> None:
         torch.default_generator.manual_seed(seed)
 
 
-def row_slices(batch: int, max_batch: int) -> list[slice]:
-    """Consecutive rows of at most ``max_batch`` (one slice for an empty batch)."""
-    if max_batch < 1:
-        raise ValueError(f"max_batch must be >= 1, got {max_batch}")
-    return [
-        slice(start, min(start + max_batch, batch)) for start in range(0, batch, max_batch)
-    ] or [slice(0, 0)]
+def row_slices(batch: int, limits: CallLimits) -> list[slice]:
+    """Consecutive rows of at most ``limits.max_batch`` (one slice for an empty batch)."""
+    most = limits.max_batch
+    return [slice(start, min(start + most, batch)) for start in range(0, batch, most)] or [
+        slice(0, 0)
+    ]
 
 
 @contextmanager
@@ -76,13 +75,13 @@ def first_output(result: Any) -> Any:
     return result[0] if isinstance(result, tuple | list) else result
 
 
-def in_parts(call: Callable[[slice], torch.Tensor], size: int, max_batch: int) -> Call:
-    """``call`` once per ``max_batch`` rows, the outputs stacked (-1 padded to one width); a
+def in_parts(call: Callable[[slice], torch.Tensor], size: int, limits: CallLimits) -> Call:
+    """``call`` once per ``limits.max_batch`` rows, the outputs stacked (-1 padded to one width); a
     part returning another number of rows than it was given is a layout failure."""
 
     def stacked() -> torch.Tensor:
         parts = []
-        for rows in row_slices(size, max_batch):
+        for rows in row_slices(size, limits):
             out = call(rows)
             expected = rows.stop - rows.start
             if out.dim() != 2 or out.shape[0] != expected:
@@ -93,7 +92,7 @@ def in_parts(call: Callable[[slice], torch.Tensor], size: int, max_batch: int) -
             parts.append(out.to(torch.int64))
         width = max(p.shape[1] for p in parts)
         out = torch.full((size, width), PLACEHOLDER, dtype=torch.int64)
-        for rows, part in zip(row_slices(size, max_batch), parts, strict=True):
+        for rows, part in zip(row_slices(size, limits), parts, strict=True):
             out[rows, : part.shape[1]] = part
         return out
 
@@ -165,12 +164,11 @@ class VerifierSignature(ABC):
         drafts: Drafts,
         problem: TableProblem,
         generator: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> torch.Tensor:
-        """Call ``fn`` on ``drafts`` (each call carrying at most ``max_batch`` requests):
-        the emitted tokens [B, gamma + 1], -1 padded."""
+        """Call ``fn`` on ``drafts`` (each call carrying at most ``settings.limits.max_batch``
+        requests, greedy rows marked with ``settings.marker``): the emitted tokens
+        [B, gamma + 1], -1 padded."""
 
     def call_raw(
         self,
@@ -180,9 +178,7 @@ class VerifierSignature(ABC):
         params: RequestParams,
         problem: TableProblem,
         generator: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> torch.Tensor:
         """A binding filter case's call, the raw target rows ``raw`` [B, gamma + 1, V] sent
         for the verifier to filter with ``params`` (where :attr:`filters_sent_raw`)."""
@@ -195,9 +191,7 @@ class VerifierSignature(ABC):
         drafts: Drafts,
         problem: TableProblem,
         stream: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> RepeatedCalls:
         """The calls rows' calls: twice on identical inputs, then with other seeds."""
 
@@ -210,9 +204,10 @@ class VerifierSignature(ABC):
         target: torch.Tensor,
         where: str,
         corrupt: Corrupt,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        limits: CallLimits,
     ) -> Call:
-        """The calls of a non-finite case on finite probabilities ``draft`` [B, gamma, V] and
+        """The calls of a non-finite case (each of at most ``limits.max_batch`` requests) on
+        finite probabilities ``draft`` [B, gamma, V] and
         ``target`` [B, gamma + 1, V] (full draft length), the ``where`` side ("draft" or
         "target") corrupted in the form it is sent; returns [B, gamma + 1] outputs."""
 

@@ -13,10 +13,9 @@ from ..drafting import Drafts
 from ..errors import VerifierError
 from ..ids import integer_ids
 from ..problems import PLACEHOLDER, TableProblem
-from ..requests import GREEDY_TEMPERATURE
+from ..settings import DEFAULT_LIMITS, CallLimits, CallSettings
 from ..structure import emitted_lengths
 from .base import (
-    DEFAULT_MAX_BATCH,
     Call,
     Corrupt,
     HuntCall,
@@ -36,15 +35,15 @@ def call_flashinfer(
     fn: Verifier,
     drafts: Drafts,
     generator: torch.Generator,
-    max_batch: int = DEFAULT_MAX_BATCH,
+    limits: CallLimits = DEFAULT_LIMITS,
 ) -> torch.Tensor:
     """Call ``fn`` with FlashInfer's chain_speculative_sampling signature, once per draft
-    length (its layout is dense) and per ``max_batch`` rows, and check its counters."""
+    length (its layout is dense) and per ``limits.max_batch`` rows, and check its counters."""
     batch, gamma = drafts.tokens.shape
     padded = torch.full((batch, gamma + 1), PLACEHOLDER, dtype=torch.int64)
     for length in torch.unique(drafts.lengths).tolist():
         same_length = torch.nonzero(drafts.lengths == length).squeeze(1)
-        for part in row_slices(len(same_length), max_batch):
+        for part in row_slices(len(same_length), limits):
             _call_flashinfer_rows(fn, drafts, generator, same_length[part], length, padded)
     return padded
 
@@ -90,16 +89,16 @@ def _call_flashinfer_rows(
 
 
 def call_flashinfer_seeded(
-    fn: Verifier, drafts: Drafts, stream: torch.Generator, seed: int | None, max_batch: int
+    fn: Verifier, drafts: Drafts, stream: torch.Generator, seed: int | None, limits: CallLimits
 ) -> torch.Tensor:
-    """Dense calls (fixed draft length) with FlashInfer's signature, one per ``max_batch``
-    rows; ``seed``: a fresh ``generator=`` per call, the first seeded ``seed`` and the others
-    from it (the function must accept it), None: torch's global stream, reseeded from the
-    audit's stream."""
+    """Dense calls (fixed draft length) with FlashInfer's signature, one per
+    ``limits.max_batch`` rows; ``seed``: a fresh ``generator=`` per call, the first seeded
+    ``seed`` and the others from it (the function must accept it), None: torch's global
+    stream, reseeded from the audit's stream."""
     batch, gamma = drafts.tokens.shape
     out = torch.empty((batch, gamma + 1), dtype=torch.int64)
     seeds = None if seed is None else torch.Generator().manual_seed(seed)
-    for index, rows in enumerate(row_slices(batch, max_batch)):
+    for index, rows in enumerate(row_slices(batch, limits)):
         part = drafts.select(rows)
         size = len(part.lengths)
         kwargs: dict[str, Any] = {"deterministic": True}
@@ -140,11 +139,9 @@ class FlashInferSignature(VerifierSignature):
         drafts: Drafts,
         problem: TableProblem,
         generator: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> torch.Tensor:
-        return call_flashinfer(fn, drafts, generator, max_batch)
+        return call_flashinfer(fn, drafts, generator, settings.limits)
 
     def repeated_calls(
         self,
@@ -152,19 +149,17 @@ class FlashInferSignature(VerifierSignature):
         drafts: Drafts,
         problem: TableProblem,
         stream: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> RepeatedCalls:
-        first = call_flashinfer_seeded(fn, drafts, stream, None, max_batch)
-        again = call_flashinfer_seeded(fn, drafts, stream, None, max_batch)
+        first = call_flashinfer_seeded(fn, drafts, stream, None, settings.limits)
+        again = call_flashinfer_seeded(fn, drafts, stream, None, settings.limits)
         runs = None
         if accepts_generator(fn):
             s1, s2 = (int(v) for v in torch.randint(0, 2**62, (2,), generator=stream))
             runs = (
-                call_flashinfer_seeded(fn, drafts, stream, s1, max_batch),
-                call_flashinfer_seeded(fn, drafts, stream, s1, max_batch),
-                call_flashinfer_seeded(fn, drafts, stream, s2, max_batch),
+                call_flashinfer_seeded(fn, drafts, stream, s1, settings.limits),
+                call_flashinfer_seeded(fn, drafts, stream, s1, settings.limits),
+                call_flashinfer_seeded(fn, drafts, stream, s2, settings.limits),
             )
         return RepeatedCalls(first, again, first, None, runs)
 
@@ -176,7 +171,7 @@ class FlashInferSignature(VerifierSignature):
         target: torch.Tensor,
         where: str,
         corrupt: Corrupt,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        limits: CallLimits,
     ) -> Call:
         draft = corrupted_if(where, "draft", draft, corrupt)
         target = corrupted_if(where, "target", target, corrupt)
@@ -192,7 +187,7 @@ class FlashInferSignature(VerifierSignature):
             )
             return torch.as_tensor(first_output(result))
 
-        return in_parts(call, tokens.shape[0], max_batch)
+        return in_parts(call, tokens.shape[0], limits)
 
     def hunt_call(
         self,

@@ -19,9 +19,9 @@ from ..drafting import Drafts
 from ..errors import VerifierError
 from ..ids import integer_ids
 from ..problems import PLACEHOLDER, TableProblem
-from ..requests import GREEDY_TEMPERATURE, RequestParams
+from ..requests import RequestParams
+from ..settings import CallLimits, CallSettings
 from .base import (
-    DEFAULT_MAX_BATCH,
     Call,
     Corrupt,
     HuntCall,
@@ -115,9 +115,7 @@ class HfSignature(VerifierSignature):
         drafts: Drafts,
         problem: TableProblem,
         generator: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> torch.Tensor:
         return call_hf(fn, drafts, problem, generator)
 
@@ -129,9 +127,7 @@ class HfSignature(VerifierSignature):
         params: RequestParams,
         problem: TableProblem,
         generator: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> torch.Tensor:
         # call_hf sends T log(rows) at the request's temperature; the filters go as keywords
         keywords = {name: getattr(params, name) for name in FILTER_KEYWORDS}
@@ -144,9 +140,7 @@ class HfSignature(VerifierSignature):
         drafts: Drafts,
         problem: TableProblem,
         stream: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> RepeatedCalls:
         first = call_hf(fn, drafts, problem, stream)
         again = call_hf(fn, drafts, problem, stream)
@@ -160,7 +154,7 @@ class HfSignature(VerifierSignature):
         target: torch.Tensor,
         where: str,
         corrupt: Corrupt,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        limits: CallLimits,
     ) -> Call:
         size, gamma, _ = draft.shape
         scale = HF_TEMPERATURE

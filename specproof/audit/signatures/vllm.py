@@ -15,9 +15,9 @@ from ..drafting import Drafts, draw_states
 from ..errors import VerifierError
 from ..ids import integer_ids
 from ..problems import PLACEHOLDER, TableProblem
-from ..requests import GREEDY_TEMPERATURE, raw_logits, vllm_metadata
+from ..requests import raw_logits, vllm_metadata
+from ..settings import CallLimits, CallSettings
 from .base import (
-    DEFAULT_MAX_BATCH,
     Call,
     Corrupt,
     HuntCall,
@@ -55,21 +55,21 @@ def vllm_call(
     drafts: Drafts,
     problem: TableProblem,
     generator: torch.Generator,
+    settings: CallSettings,
     *,
     logits: bool = False,
-    marker: float = GREEDY_TEMPERATURE,
-    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> Callable[..., torch.Tensor]:
     """vLLM's rejection_sample inputs for these drafts (ragged, flattened rows), built once;
     the returned call can be repeated on identical inputs (fresh per-request generators with
     the same seeds each time, or ``seeds`` instead). ``logits``: target rows as raw logits
     (current vLLM hands its sampler raw logits and the request's parameters) instead of
-    processed probabilities. The call reaches ``fn`` once per ``max_batch`` requests."""
+    processed probabilities. The call reaches ``fn`` once per ``settings.limits.max_batch``
+    requests, greedy rows marked with ``settings.marker``."""
     batch, gamma = drafts.tokens.shape
     bonus = bonus_tokens(problem, drafts, generator).to(torch.int32).unsqueeze(1)
     parts = [
         (rows, _vllm_args(drafts.select(rows), bonus[rows], problem, logits))
-        for rows in row_slices(batch, max_batch)
+        for rows in row_slices(batch, settings.limits)
     ]
 
     def call(fn: Verifier, seeds: torch.Tensor | None = None) -> torch.Tensor:
@@ -82,7 +82,7 @@ def vllm_call(
             metadata = vllm_metadata(
                 size,
                 part.greedy,
-                marker=marker,
+                settings=settings,
                 params=part.params(problem),
                 generators=part.generators(),
                 vocab=problem.vocab,
@@ -137,16 +137,13 @@ def call_vllm(
     drafts: Drafts,
     problem: TableProblem,
     generator: torch.Generator,
+    settings: CallSettings,
     *,
     logits: bool = False,
-    marker: float = GREEDY_TEMPERATURE,
-    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> torch.Tensor:
-    """Call ``fn`` with vLLM's rejection_sample signature, once per ``max_batch`` requests (see
-    :func:`vllm_call`)."""
-    return vllm_call(drafts, problem, generator, logits=logits, marker=marker, max_batch=max_batch)(
-        fn
-    )
+    """Call ``fn`` with vLLM's rejection_sample signature, once per
+    ``settings.limits.max_batch`` requests (see :func:`vllm_call`)."""
+    return vllm_call(drafts, problem, generator, settings, logits=logits)(fn)
 
 
 class VllmSignature(VerifierSignature):
@@ -165,18 +162,15 @@ class VllmSignature(VerifierSignature):
         drafts: Drafts,
         problem: TableProblem,
         generator: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> torch.Tensor:
         return call_vllm(
             fn,
             drafts,
             problem,
             generator,
+            settings,
             logits=self.target_logits,
-            marker=marker,
-            max_batch=max_batch,
         )
 
     def repeated_calls(
@@ -185,13 +179,9 @@ class VllmSignature(VerifierSignature):
         drafts: Drafts,
         problem: TableProblem,
         stream: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> RepeatedCalls:
-        call = vllm_call(
-            drafts, problem, stream, logits=self.target_logits, marker=marker, max_batch=max_batch
-        )
+        call = vllm_call(drafts, problem, stream, settings, logits=self.target_logits)
         first, again = call(fn), call(fn)
         seeded = (drafts.seeds >= 0).numpy() if drafts.seeds is not None else None
         third = first
@@ -214,7 +204,7 @@ class VllmSignature(VerifierSignature):
         target: torch.Tensor,
         where: str,
         corrupt: Corrupt,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        limits: CallLimits,
     ) -> Call:
         size, gamma, vocab = draft.shape
         draft = corrupted_if(where, "draft", draft, corrupt)
@@ -238,7 +228,7 @@ class VllmSignature(VerifierSignature):
                 )
             )
 
-        return in_parts(call, size, max_batch)
+        return in_parts(call, size, limits)
 
     def hunt_target(self, target: torch.Tensor) -> torch.Tensor:
         """A hunt round's verified target rows [gamma, V] as sent."""

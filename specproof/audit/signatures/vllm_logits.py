@@ -10,8 +10,9 @@ import torch
 
 from ..drafting import Drafts
 from ..problems import TableProblem
-from ..requests import GREEDY_TEMPERATURE, MASKED_LOGIT, RequestParams
-from .base import DEFAULT_MAX_BATCH, Corrupt, Verifier, corrupted_if
+from ..requests import MASKED_LOGIT, RequestParams
+from ..settings import CallSettings
+from .base import Corrupt, Verifier, corrupted_if
 from .vllm import VllmSignature, call_vllm
 
 
@@ -30,13 +31,11 @@ class VllmLogitsSignature(VllmSignature):
         params: RequestParams,
         problem: TableProblem,
         generator: torch.Generator,
-        *,
-        marker: float = GREEDY_TEMPERATURE,
-        max_batch: int = DEFAULT_MAX_BATCH,
+        settings: CallSettings,
     ) -> torch.Tensor:
         logits = (torch.log(raw.double()) * params.temperature).to(torch.float32)
         sent = replace(drafts, target_probs=logits)
-        return call_vllm(fn, sent, problem, generator, marker=marker, max_batch=max_batch)
+        return call_vllm(fn, sent, problem, generator, settings)
 
     def sent_target(self, target: torch.Tensor, where: str, corrupt: Corrupt) -> torch.Tensor:
         gamma = target.shape[1] - 1
