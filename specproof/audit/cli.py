@@ -40,7 +40,7 @@ from .run import (
     run_audit,
 )
 from .settings import DEFAULT_MAX_BATCH, CallLimits, ErrorRates, HuntSettings
-from .signatures import VerifierSignature, signature_named, signature_names
+from .signatures import VerifierSignature, signature_names
 
 PROG = "specproof audit"
 QUICK_DELTA = 0.1
@@ -315,10 +315,10 @@ def settings_of(args: argparse.Namespace) -> AuditSettings:
         hunt = (
             HuntSettings(rounds=args.hunt) if args.hunt else HuntSettings(budget=args.hunt_seconds)
         )
-    return AuditSettings(
-        signature_named(args.signature),
-        ErrorRates(args.alpha, args.beta, args.delta, args.tolerance),
-        CallLimits(args.max_batch, args.timeout),
+    return AuditSettings.of(
+        args.signature,
+        rates=ErrorRates(args.alpha, args.beta, args.delta, args.tolerance),
+        limits=CallLimits(args.max_batch, args.timeout),
         seed=args.seed,
         marker=MARKERS[args.greedy_marker],
         filter_order=args.filter_order,

@@ -84,8 +84,8 @@ HUNT_ROUNDS = 2**62
 @dataclass(frozen=True)
 class HuntSettings:
     """Each rare-event case runs ``rounds`` rounds, or as many as fit in ``budget`` seconds
-    (None: no budget), in calls of ``batch`` rounds (None: the signature's or the hunt's
-    default); :class:`CallLimits` caps every call as elsewhere."""
+    (None: no budget; one of the two must bound it), in calls of ``batch`` rounds (None: the
+    signature's or the hunt's default); :class:`CallLimits` caps every call as elsewhere."""
 
     rounds: int = HUNT_ROUNDS
     budget: float | None = None
@@ -102,6 +102,8 @@ class HuntSettings:
             )
         if self.batch is not None and not (_whole(self.batch) and self.batch >= 1):
             raise ValueError(f"hunt batch must be a whole number >= 1, got {self.batch!r}")
+        if self.budget is None and self.rounds == HUNT_ROUNDS:
+            raise ValueError("hunt needs rounds or a budget in seconds (it would never end)")
 
 
 class CallSettings(Protocol):

@@ -145,7 +145,13 @@ def test_audit_settings_refuse_a_bad_field_naming_it(fields: dict[str, Any], nam
 
 @pytest.mark.parametrize(
     ("fields", "named"),
-    [({"rounds": 0}, "rounds"), ({"budget": -1.0}, "budget"), ({"batch": 2.0}, "batch")],
+    [
+        ({"rounds": 0}, "rounds"),
+        ({"budget": -1.0}, "budget"),
+        ({"budget": math.inf}, "budget"),
+        ({"batch": 2.0}, "batch"),
+        ({}, "rounds or a budget"),
+    ],
 )
 def test_hunt_settings_refuse_a_bad_field_naming_it(fields: dict[str, Any], named: str) -> None:
     with pytest.raises(ValueError, match=named):
