@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from specproof.reference.filters import FILTER_ORDERS, FilterOrder
 
@@ -96,15 +95,27 @@ class AuditSettings:
         tolerance: float | None = None,
         max_batch: int | None = None,
         timeout: float | None = None,
-        **fields: Any,
+        seed: int = 0,
+        marker: float = GREEDY_TEMPERATURE,
+        filter_order: FilterOrder | None = None,
+        fail_fast: bool = False,
+        calls: bool = True,
+        robustness: bool = True,
+        hunt: HuntSettings | None = None,
     ) -> AuditSettings:
         """The settings of a ``signature`` (an object or its name, resolved here: the one place
         a name becomes the object), with ``rates`` and ``limits`` given whole or made from the
-        loose keywords (each left out takes its default; giving both is refused), and any other
-        field by name."""
+        loose keywords (each left out takes its default; giving both is refused), and the other
+        fields as given."""
         return cls(
             signature_named(signature),
             settled(rates, DEFAULT_RATES, alpha=alpha, beta=beta, delta=delta, tolerance=tolerance),
             settled(limits, DEFAULT_LIMITS, max_batch=max_batch, timeout=timeout),
-            **fields,
+            seed=seed,
+            marker=marker,
+            filter_order=filter_order,
+            fail_fast=fail_fast,
+            calls=calls,
+            robustness=robustness,
+            hunt=hunt,
         )
