@@ -1,4 +1,5 @@
-"""Re-measure every timing README.md and docs/reference/reference_decoder.md quote for the reference and matrix.
+"""Re-measure every timing README.md and docs/reference/reference_decoder.md quote for the
+reference and matrix.
 
     python tools/readme_figures.py [--repeats 3] [--budget 20] [--out PATH.json]
 

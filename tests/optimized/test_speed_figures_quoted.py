@@ -1,6 +1,6 @@
-"""docs/results/optimized_speed.md's benchmark table quotes the committed bench run (benchmarks/results.json)
-cell for cell, the cold validation overhead (the headline) beside the warm one: no speed figure
-is typed by hand. Nothing here is timed."""
+"""docs/results/optimized_speed.md's benchmark table quotes the committed bench run
+(benchmarks/results.json) cell for cell, the cold validation overhead (the headline) beside the warm
+one: no speed figure is typed by hand. Nothing here is timed."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def test_page_benchmark_table_is_the_committed_run() -> None:
 
 
 def test_page_gpu_table_is_the_committed_gpu_run() -> None:
-    """docs/results/optimized_speed.md's GPU table quotes benchmarks/gpu.json (bench/gpu.py's readme_cells
-    format)."""
+    """docs/results/optimized_speed.md's GPU table quotes benchmarks/gpu.json (bench/gpu.py's
+    readme_cells format)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "bench" / "gpu.py")
