@@ -173,7 +173,7 @@ def audit_bench(session: nox.Session) -> None:
 
 @nox.session(**SHARED, name="audit-engine", default=False)
 def audit_engine(session: nox.Session) -> None:
-    """The engine-audit table of docs/guide/auditing_an_engine.md: benchmarks/engine_audit.md and
+    """The engine-audit table of docs/results/engine_audit.md: benchmarks/engine_audit.md and
     .json."""
     install(session, "test,e2e,hf")
     session.run(

@@ -50,8 +50,8 @@ def test_reference_timings_are_the_committed_measurement() -> None:
 
 def test_the_readme_engine_result_is_the_engine_pages() -> None:
     """The README's audit-engine result (the historical transformers table) is quoted row for
-    row from docs/guide/auditing_an_engine.md, so the two copies cannot drift apart."""
+    row from docs/results/engine_audit.md, so the two copies cannot drift apart."""
     rows = [line for line in README.read_text().splitlines() if line.startswith("| 4.4")]
     assert len(rows) == 2, rows
-    engine_page = (ROOT / "docs" / "guide" / "auditing_an_engine.md").read_text().splitlines()
+    engine_page = (ROOT / "docs" / "results" / "engine_audit.md").read_text().splitlines()
     assert all(row in engine_page for row in rows), rows

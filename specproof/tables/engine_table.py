@@ -1,4 +1,4 @@
-"""docs/guide/auditing_an_engine.md's engine-audit table: the installed transformers under each
+"""docs/results/engine_audit.md's engine-audit table: the installed transformers under each
 setting of :data:`.tiny.CONFIGS` (and greedy), each glue mutant of :mod:`.hf_mutants`, specproof's
 own e2e decoders, and the block rounds of :mod:`.block_examples`, every one audited at the default
 alpha, beta and delta of ``specproof audit-engine``, the mutants at its default n (the sampled
