@@ -173,7 +173,8 @@ def audit_bench(session: nox.Session) -> None:
 
 @nox.session(**SHARED, name="audit-engine", default=False)
 def audit_engine(session: nox.Session) -> None:
-    """The engine-audit table of docs/engine_audit.md: benchmarks/engine_audit.md and .json."""
+    """The engine-audit table of docs/results/engine_audit.md: benchmarks/engine_audit.md and
+    .json."""
     install(session, "test,e2e,hf")
     session.run(
         "python", "-m", "specproof.tables.engine_table", "--hf-runs", "600",
@@ -191,7 +192,7 @@ def audit_hf(session: nox.Session) -> None:
     after ``--`` replace the defaults (``-- --model tiny``, ``-- --model PATH --draft PATH``).
     At the defaults the binned row's 64 cells ask 1,435 runs a sampled configuration: hours on
     two cores (one request at a time with a drafter); the committed entries were made with
-    ``--binned-cells 0`` at 327-736 runs, 2-26 minutes each (docs/real_engines.md)."""
+    ``--binned-cells 0`` at 327-736 runs, 2-26 minutes each (docs/results/real_engines.md)."""
     install(session, "test,e2e,hf,smollm2")
     arguments = session.posargs or ["--model", "smollm2", "--delta", "0.2"]
     session.run("python", "-m", "specproof.tables.real_audit", "hf", *arguments)
@@ -354,13 +355,14 @@ def audit_llamacpp(session: nox.Session) -> None:
     """llama.cpp (llama-cpp-python 0.3.36, built from source: 57 minutes at one build job under
     this machine's load, about 12 on a quiet one; 47 s on 2026-12-06 with a wheel built earlier
     in pip's cache) audited in place on the same tiny models, in its own venv (1.4 GB with torch
-    and transformers for the HF law). At the default n (real_engines.md's figures) on 2026-12-06:
+    and transformers for the HF law). At the default n (docs/results/real_engines.md's figures) on
+    2026-12-06:
     7 minutes for the three T = 1 configurations at a load average of 5-8, 3 minutes for the
     three truncated ones at 4-5; `-- --runs 1500` took 23 minutes for all six at 12-15. On
     2026-12-07 the build took 14 minutes at a load average of about 5. `-- --model smollm2
     --delta 0.3 --binned-cells 0 --no-functions` audits SmolLM2-135M-Instruct instead (fetched
-    once; docs/real_engines.md gives each configuration's seconds). Writes the llama.cpp entries
-    of benchmarks/engine_audit_real.json and .md."""
+    once; docs/results/real_engines.md gives each configuration's seconds). Writes the llama.cpp
+    entries of benchmarks/engine_audit_real.json and .md."""
     # sentencepiece: the GGUF converter imports it before it falls back to tokenizer.json.
     # gguf, accelerate: reading SmolLM2's GGUF for ``-- --model smollm2``.
     session.install(
@@ -380,8 +382,9 @@ def audit_mlx(session: nox.Session) -> None:
     """mlx-lm (0.32.2 on mlx[cpu] 0.32.4, wheels: no build) audited in place on the same tiny
     models, in its own venv: 186 s to install on 2026-12-07 at a load average of 5-6, 1.4 GB
     (torch 754 MB and transformers 120 MB for the HF law; mlx 26 MB, mlx-lm 6 MB). mlx on this
-    CPU runs about 16 ms per token, so real_engines.md's figures use `-- --runs 4300` (T = 1 and
-    truncated) and `--runs 2000` (repetition penalty); greedy runs at the audit's 50. Writes
+    CPU runs about 16 ms per token, so docs/results/real_engines.md's figures use `-- --runs 4300`
+    (T = 1 and truncated) and `--runs 2000` (repetition penalty); greedy runs at the audit's 50.
+    Writes
     the mlx-lm entries of benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",

@@ -284,7 +284,8 @@ README_COLUMNS = (
 
 
 def readme_cells(row: dict) -> list[str]:
-    """docs/optimized.md's GPU table row for one result: milliseconds to 3 significant digits."""
+    """docs/results/optimized_speed.md's GPU table row for one result: milliseconds to 3
+    significant digits."""
     names = {"probs": "probabilities", "logits": "logits"}
     cells = [names[row["input"]]]
     for name in README_COLUMNS:

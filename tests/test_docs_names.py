@@ -16,7 +16,8 @@ PAGES = [ROOT / "README.md", ROOT / "BENCHMARKS.md", ROOT / "noxfile.py",
          *sorted((ROOT / "docs").rglob("*.md"))]  # fmt: skip
 NAME = re.compile(r"specproof(?:\.[a-z_0-9]+)+(?::[A-Za-z_][A-Za-z_0-9.]*)?")
 FIXTURE_METHODS = {"assert_lossless", "assert_engine_lossless"}
-"""``specproof.assert_...`` in docs/engine_ci.md is the pytest plugin's fixture, not a module."""
+"""``specproof.assert_...`` in docs/guide/ci_integration.md is the pytest plugin's fixture, not a
+module."""
 
 
 def named(text: str) -> set[str]:

@@ -1,4 +1,4 @@
-"""Re-measure the pytest plugin's cost that docs/engine_ci.md ("Time") quotes.
+"""Re-measure the pytest plugin's cost that docs/guide/ci_integration.md ("Time") quotes.
 
     python tools/plugin_time.py [--repeats 3]
 

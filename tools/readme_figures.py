@@ -1,4 +1,5 @@
-"""Re-measure every timing README.md and docs/reference.md quote for the reference and matrix.
+"""Re-measure every timing README.md and docs/reference/reference_decoder.md quote for the
+reference and matrix.
 
     python tools/readme_figures.py [--repeats 3] [--budget 20] [--out PATH.json]
 
@@ -129,7 +130,7 @@ def _seconds(figure: dict) -> str:
 
 def quoted_timings(figures: dict) -> list[str]:
     """The sentences quoted word for word: the matrix's in README.md, the exact law's in
-    docs/reference.md."""
+    docs/reference/reference_decoder.md."""
     return [
         f"The matrix takes {_seconds(figures['matrix'])}",
         f"takes {_seconds(figures['exact_law_v4_g3_n4_r1'])}",

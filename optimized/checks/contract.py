@@ -11,8 +11,8 @@ allowed) with a finite entry per row; probability rows non-negative and summing 
 :func:`sum_tolerance`; every drafted token has positive draft probability. Violations then give
 unspecified tokens (never out-of-bounds memory access for in-range lengths). A draft or tree
 candidate id outside 0..V-1 is refused when validating; without validation every kernel treats
-it as a draft it never reads and never accepts (a rejection at its position). docs/optimized.md's
-"Bad input" section lists every check.
+it as a draft it never reads and never accepts (a rejection at its position).
+docs/reference/optimized.md's "Bad input" section lists every check.
 """
 
 from __future__ import annotations

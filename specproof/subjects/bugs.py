@@ -4,7 +4,8 @@ bugs for mutation testing, ``nox -s mutants``), as one record type, :class:`Bug`
 the engine one is one flag of the one flagged verifier (:mod:`specproof.subjects.flagged`), a small
 model of its mechanism (not the engine's code), with the case and row of the audit that catch it.
 
-``python -m specproof.subjects.bugs --markdown`` prints docs/audit.md's table of public classes.
+``python -m specproof.subjects.bugs --markdown`` prints docs/guide/auditing_a_verifier.md's table
+of public classes.
 Each public model is importable (``specproof.subjects.bugs:MODEL``) and killed by the default
 command ``specproof audit specproof.subjects.bugs:MODEL --signature SIGNATURE`` (drafters:
 ``specproof audit specproof.subjects.examples:rejection_sample --signature vllm --drafter
@@ -731,7 +732,9 @@ def markdown() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--markdown", action="store_true", help="print docs/audit.md's table")
+    parser.add_argument(
+        "--markdown", action="store_true", help="print docs/guide/auditing_a_verifier.md's table"
+    )
     args = parser.parse_args(argv)
     if args.markdown:
         print(markdown())

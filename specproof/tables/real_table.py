@@ -1,5 +1,5 @@
 """The results file of the real-engine audits (benchmarks/engine_audit_real.json) and the table
-rendered from it (benchmarks/engine_audit_real.md, and docs/real_engines.md).
+rendered from it (benchmarks/engine_audit_real.md, and docs/results/real_engines.md).
 
 Each engine's session replaces its own entries on the model it ran and keeps the others', so
 ``nox -s audit-vllm`` and ``nox -s audit-llamacpp`` write one file between them. An entry is one

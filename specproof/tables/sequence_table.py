@@ -1,4 +1,4 @@
-"""docs/engine_audit.md's sequence-row table: each engine of
+"""docs/results/engine_audit.md's sequence-row table: each engine of
 :data:`.sequence_examples.SEQUENCE_ENGINES`
 audited by ``specproof audit-engine --tokens 4 --sequence 64`` at its defaults (alpha = 1e-6
 per row, power >= 1 - 1e-4 against TV >= 0.1, and against a shift of the mean length by 0.1 x

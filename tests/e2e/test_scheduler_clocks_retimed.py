@@ -174,7 +174,7 @@ def test_benchmarks_section_is_rendered_from_the_committed_json() -> None:
 
 
 def test_docs_table_is_rendered_from_the_committed_json() -> None:
-    docs = (ROOT / "docs" / "end_to_end.md").read_text()
+    docs = (ROOT / "docs" / "results" / "e2e_scheduler_clocks.md").read_text()
     assert docs_table(committed()) in docs
 
 

@@ -1,6 +1,6 @@
-"""docs/optimized.md's benchmark table quotes the committed bench run (benchmarks/results.json)
-cell for cell, the cold validation overhead (the headline) beside the warm one: no speed figure
-is typed by hand. Nothing here is timed."""
+"""docs/results/optimized_speed.md's benchmark table quotes the committed bench run
+(benchmarks/results.json) cell for cell, the cold validation overhead (the headline) beside the warm
+one: no speed figure is typed by hand. Nothing here is timed."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def expected_cells(row: dict) -> list[str]:
 def test_page_benchmark_table_is_the_committed_run() -> None:
     report = json.loads((ROOT / "benchmarks" / "results.json").read_text())
     assert not report["quick"]
-    page = (ROOT / "docs" / "optimized.md").read_text()
+    page = (ROOT / "docs" / "results" / "optimized_speed.md").read_text()
     section = page.split("## Benchmark (CPU)", 1)[1].split("\n## ", 1)[0]
     quoted = {}
     for line in section.splitlines():
@@ -55,8 +55,8 @@ def test_page_benchmark_table_is_the_committed_run() -> None:
 
 
 def test_page_gpu_table_is_the_committed_gpu_run() -> None:
-    """docs/optimized.md's GPU table quotes benchmarks/gpu.json (bench/gpu.py's readme_cells
-    format)."""
+    """docs/results/optimized_speed.md's GPU table quotes benchmarks/gpu.json (bench/gpu.py's
+    readme_cells format)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "bench" / "gpu.py")
@@ -65,7 +65,7 @@ def test_page_gpu_table_is_the_committed_gpu_run() -> None:
     spec.loader.exec_module(gpu_bench)
     report = json.loads((ROOT / "benchmarks" / "gpu.json").read_text())
     assert not report["quick"]
-    page = (ROOT / "docs" / "optimized.md").read_text()
+    page = (ROOT / "docs" / "results" / "optimized_speed.md").read_text()
     section = page.split("## Benchmark (GPU)", 1)[1].split("\n## ", 1)[0]
     quoted = [
         [c.strip() for c in line.strip().strip("|").split("|")]

@@ -389,7 +389,7 @@ def headline(
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """The docs/end_to_end.md and BENCHMARKS.md table of a headline result."""
+    """The docs/results/e2e_headline.md and BENCHMARKS.md table of a headline result."""
     rows = headline_rows(result["settings"], load=True)
     header = [
         "domain / T",

@@ -106,8 +106,8 @@ DOCS_ROWS = ("code/T=1", "prose/T=1", "math/T=1", "code/T=0", "prose/T=0", "math
 
 
 def verdict_table(result: dict[str, Any]) -> str:
-    """The markdown table docs/end_to_end.md quotes from a run's JSON: per row both taus, the
-    pooled difference, its t-interval, the Holm-adjusted p-value and the verdict at alpha."""
+    """The markdown table docs/results/e2e_drafters.md quotes from a run's JSON: per row both taus,
+    the pooled difference, its t-interval, the Holm-adjusted p-value and the verdict at alpha."""
     holm = result["holm"]
     lines = [
         "| domain / T | DSpark | EAGLE-3 | DSpark - EAGLE-3 (pooled) | 95 % t-interval "

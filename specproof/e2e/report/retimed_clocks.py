@@ -257,9 +257,10 @@ MAIN_RUN = "benchmarks/scheduler_clocks.json"
 
 
 def docs_table(result: dict[str, Any], run_name: str = MAIN_RUN) -> str:
-    """docs/end_to_end.md's table of one run: per clock and measure, Algorithm 1 over the best
-    fixed gamma on the measured chunks, with the pilot-chosen gamma's ratio beside it; the wall
-    clock's row from the e2e run (its pilot-chosen gamma; no hindsight reference measured)."""
+    """docs/results/e2e_scheduler_clocks.md's table of one run: per clock and measure, Algorithm 1
+    over the best fixed gamma on the measured chunks, with the pilot-chosen gamma's ratio beside
+    it; the wall clock's row from the e2e run (its pilot-chosen gamma; no hindsight reference
+    measured)."""
     run = result["runs"][run_name]
     wall = result["wall_clock"]["by_batch"]
     batches = sorted(run["batches"], key=int)
