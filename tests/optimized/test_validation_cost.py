@@ -10,6 +10,7 @@ import collections
 import numpy as np
 import pytest
 import torch
+import torch._dynamo  # dispatch modes import it lazily: see OperationCount
 from specproof.optimized import InvalidInputError, chain_verify
 from specproof.optimized.checks.content import check_chain_inputs
 from specproof.optimized.checks.contract import outside, sum_tolerance
@@ -22,7 +23,10 @@ TINY = float(np.float32(1e-45))  # the smallest float32 subnormal
 
 
 class OperationCount(TorchDispatchMode):
-    """Every aten operation dispatched inside the ``with`` block, by name."""
+    """Every aten operation dispatched inside the ``with`` block, by name. (A dispatch mode
+    imports torch._dynamo, which imports cProfile and so the standard library's profile: once
+    a benchmark script has put bench/ on sys.path, its profile.py would be found instead. The
+    import at the top of this file, at collection, comes before any of them.)"""
 
     def __init__(self) -> None:
         super().__init__()
