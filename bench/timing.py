@@ -50,12 +50,27 @@ def interleaved_times(
     before each timed one of an implementation faster than :data:`STEADY_STATE_LIMIT_S` (warm
     figures). With ``evict`` (cold figures), ``evict()`` runs untimed before every timed call
     instead, and ``steady`` is ignored."""
+    return interleaved_clocks(calls, dev, repeats, seed, steady, evict)["wall"]
+
+
+def interleaved_clocks(
+    calls: dict[str, Callable[[], object]],
+    dev: torch.device,
+    repeats: int,
+    seed: int,
+    steady: bool = True,
+    evict: Callable[[], None] | None = None,
+) -> dict[str, dict[str, list[float]]]:
+    """:func:`interleaved_times` read on two clocks around the same calls: ``"wall"`` (seconds
+    elapsed) and ``"cpu"`` (seconds this thread ran, :func:`time.thread_time`: with one torch
+    thread on the CPU, the call's own work, without the time other processes held the core)."""
     warm_up: dict[str, float] = {}
     for name, call in calls.items():
         start = time.perf_counter()
         call()
         warm_up[name] = time.perf_counter() - start
-    times: dict[str, list[float]] = {name: [] for name in calls}
+    wall: dict[str, list[float]] = {name: [] for name in calls}
+    cpu: dict[str, list[float]] = {name: [] for name in calls}
     order = list(calls)
     shuffler = random.Random(seed)
     for _ in range(repeats):
@@ -63,11 +78,13 @@ def interleaved_times(
         for name in order:
             if evict is not None:
                 evict()  # untimed: the call starts with its rows out of the caches
-            elif steady and (times[name] or [warm_up[name]])[-1] < STEADY_STATE_LIMIT_S:
+            elif steady and (wall[name] or [warm_up[name]])[-1] < STEADY_STATE_LIMIT_S:
                 calls[name]()  # untimed: the timed call is a steady-state call
             synchronize(dev)
+            start_cpu = time.thread_time()
             start = time.perf_counter()
             calls[name]()
             synchronize(dev)
-            times[name].append(time.perf_counter() - start)
-    return times
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.thread_time() - start_cpu)
+    return {"wall": wall, "cpu": cpu}

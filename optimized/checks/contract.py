@@ -37,6 +37,15 @@ def sum_tolerance(dtype: torch.dtype) -> float:
     return 1e-3 if dtype == torch.float32 else 1e-2
 
 
+def outside(values: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
+    """Where ``values`` lie outside [low, high] or are NaN: ``~((values >= low) & (values <=
+    high))`` in two operations (None: no bound on that side). The bounds are rounded to the
+    dtype of ``values`` as a comparison rounds them, and NaN stays NaN through the clamp. A
+    comparison with a Python number first wraps it in a tensor, which on small tensors costs
+    about as much as the operation; the clamp takes its bounds as they are."""
+    return torch.clamp(values, low, high) != values
+
+
 def fail(message: str) -> None:
     raise InvalidInputError(message)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -76,3 +78,31 @@ def test_page_gpu_table_is_the_committed_gpu_run() -> None:
     head = [r for r in head if r["drafts"] == "realistic"]
     assert quoted == [gpu_bench.readme_cells(r) for r in head]
     assert f"{report['copy_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s" in section
+
+
+def test_page_validation_cost_table_is_the_committed_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/optimized.md's table of validation's cost at small vocabularies quotes
+    benchmarks/validation_cost.json (bench/validation_cost.py's table_cells format)."""
+    import importlib.util
+    import sys
+
+    monkeypatch.setattr(sys, "path", sys.path[:])  # the script puts bench/ on it
+
+    path = ROOT / "bench" / "validation_cost.py"
+    spec = importlib.util.spec_from_file_location("validation_cost_bench", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    report = json.loads((ROOT / "benchmarks" / "validation_cost.json").read_text())
+    page = (ROOT / "docs" / "optimized.md").read_text()
+    section = page.split("## Benchmark (CPU)", 1)[1].split("\n## ", 1)[0]
+    vocabularies = {f"{row['V']:,}" for row in report["results"]}
+    quoted = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("| ") and line[2:].split(" |", 1)[0] in vocabularies
+    ]
+    names = report["implementations"]
+    assert quoted == [bench.table_cells(row, names) for row in report["results"]]
+    measured = report["command"].split(" --note")[0]  # the note only describes the machine
+    assert report["date"] in section and " ".join(section.split()).count(measured) == 1
