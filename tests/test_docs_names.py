@@ -60,6 +60,6 @@ def test_a_moved_module_is_caught() -> None:
     assert unresolved("specproof.subjects.examples:no_such_verifier")
     assert not unresolved("specproof.subjects.examples:rejection_sample")
     assert not unresolved("specproof.subjects.bugs:MODEL")
-    assert named("run `python -m specproof.tables.real_audit vllm`") == {
-        "specproof.tables.real_audit"
+    assert named("run `python -m specproof.runners.real_audit vllm`") == {
+        "specproof.runners.real_audit"
     }

@@ -22,15 +22,17 @@ problems, exact laws in float64), ``drafting``, ``structure`` (exact layout chec
 (request filters that bind, in a declared order), ``adversarial``, ``cases`` (the battery),
 ``report``; the rows built on them
 (``nonfinite``: robustness on NaN and inf rows; ``calls``, ``drafters``, ``run``, ``hunt``);
-the command (``cli``). The subjects the audit is shown on live in :mod:`specproof.subjects`,
+``by_path`` (the audit of a callable named by its import path). The command is
+:mod:`specproof.commands.audit`. The subjects the audit is shown on live in
+:mod:`specproof.subjects`,
 the engines it runs in :mod:`specproof.adapters`, the runners of its result tables in
-:mod:`specproof.tables`; this package imports none of them (``tests/test_layering.py``).
+:mod:`specproof.runners`; this package imports none of them (``tests/test_layering.py``).
 ``specproof.stats`` never imports this package.
 """
 
 from __future__ import annotations
 
-from .cli import audit, load_callable, main
+from .by_path import audit, load_callable
 from .report import AuditReport, CaseResult
 from .run import audit_scheduler, audit_verifier
 
@@ -41,5 +43,4 @@ __all__ = [
     "audit_scheduler",
     "audit_verifier",
     "load_callable",
-    "main",
 ]

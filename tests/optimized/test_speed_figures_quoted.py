@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def milliseconds(seconds: float) -> str:
-    """bench/run.py's format of a median."""
+    """specproof/runners/kernel_bench.py's format of a median."""
     return f"{seconds * 1e3:,.1f}" if seconds < 10 else f"{seconds * 1e3:,.0f}"
 
 
@@ -55,7 +55,8 @@ def test_page_benchmark_table_is_the_committed_run() -> None:
 
 
 def test_page_gpu_table_is_the_committed_gpu_run() -> None:
-    """docs/optimized.md's GPU table quotes benchmarks/gpu.json (bench/gpu.py's readme_cells
+    """docs/optimized.md's GPU table quotes benchmarks/gpu.json (specproof/runners/gpu_bench.py's
+    readme_cells
     format)."""
     import importlib.util
 

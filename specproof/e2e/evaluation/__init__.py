@@ -1,6 +1,6 @@
 """The measurement library the experiments and the end-to-end run share: measurements over
 decodes, the comparisons and tests built on them (no commands here; they are in
-:mod:`specproof.e2e.experiments`).
+:mod:`specproof.runners.e2e.experiments`).
 
 - :mod:`.measurements`: tau, acceptance, confidence records, SPS(B)
 - :mod:`.paired_runs`: decoders run back to back per chunk; speed ratios
