@@ -33,7 +33,7 @@ from specproof.e2e.data.subword import (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .corpora import load_corpora
+    from specproof.e2e.data.corpora import load_corpora
 
     parser = OneLineParser(
         prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
