@@ -6,8 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-from specproof.reference.filters import FILTER_ORDERS
-
 from specproof.audit.by_path import audit
 from specproof.audit.cases import LARGE_VOCAB, LONG_LARGE_VOCAB, verifier_problems
 from specproof.audit.guard import abandoned_calls
@@ -38,6 +36,7 @@ from specproof.commands.command_rules import (
     tolerance_argument,
     usage_error,
 )
+from specproof.reference.filters import FILTER_ORDERS
 
 PROG = "specproof audit"
 QUICK_DELTA = 0.1

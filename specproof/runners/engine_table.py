@@ -1,10 +1,10 @@
 """docs/engine_audit.md's engine-audit table: the installed transformers under each setting of
-:data:`.tiny.CONFIGS` (and greedy), each glue mutant of :mod:`.hf_mutants`, specproof's own
-e2e decoders, and the block rounds of :mod:`.block_examples`, every one audited at the default
-alpha, beta and delta of ``specproof audit-engine``, the mutants at its default n (the sampled
-correct transformers settings at n = ``--hf-runs`` when given: each run costs model calls);
-exit status 1 when a verdict differs from the expected one (PASS for a correct engine, FAIL for
-a mutant).
+:data:`specproof.subjects.tiny.CONFIGS` (and greedy), each glue mutant of
+:mod:`specproof.subjects.hf_mutants`, specproof's own e2e decoders, and the block rounds of
+:mod:`specproof.subjects.block_examples`, every one audited at the default alpha, beta and delta of
+``specproof audit-engine``, the mutants at its default n (the sampled correct transformers settings
+at n = ``--hf-runs`` when given: each run costs model calls); exit status 1 when a verdict differs
+from the expected one (PASS for a correct engine, FAIL for a mutant).
 
     python -m specproof.runners.engine_table --hf-runs 600 \\
         --markdown benchmarks/engine_audit.md --json benchmarks/engine_audit.json

@@ -1,5 +1,5 @@
 """docs/engine_audit.md's sequence-row table: each engine of
-:data:`.sequence_examples.SEQUENCE_ENGINES`
+:data:`specproof.subjects.sequence_examples.SEQUENCE_ENGINES`
 audited by ``specproof audit-engine --tokens 4 --sequence 64`` at its defaults (alpha = 1e-6
 per row, power >= 1 - 1e-4 against TV >= 0.1, and against a shift of the mean length by 0.1 x
 64 tokens), with what the sequence rows cost. Exit status 1 when a verdict differs from the
@@ -9,10 +9,9 @@ expected one.
         --markdown benchmarks/engine_sequence.md --json benchmarks/engine_sequence.json
 
 ``--subjects hf``: transformers' DFlash and MTP generators on their EOS settings
-(:func:`.tiny.dflash_eos`, :func:`.tiny.mtp_eos`, which need transformers 5.25), whose blocks can
-carry EOS in the middle (transformers issue 47912's class), written to
-benchmarks/engine_sequence_hf.{md,json}.
-"""
+(:func:`specproof.subjects.tiny.dflash_eos`, :func:`specproof.subjects.tiny.mtp_eos`, which need
+transformers 5.25), whose blocks can carry EOS in the middle (transformers issue 47912's class),
+written to benchmarks/engine_sequence_hf.{md,json}. """
 
 from __future__ import annotations
 

@@ -56,8 +56,8 @@ def quartiles(values: list[float]) -> dict[str, float]:
 
 
 def prepared_sampler() -> Any:
-    """vLLM's ``RejectionSampler`` with its CPU expand kernel corrected before the CPU kernels
-    are registered (what :func:`.vllm_sampler.forward_logits_expand_fixed` does)."""
+    """vLLM's ``RejectionSampler`` with its CPU expand kernel corrected before the CPU kernels are
+    registered (what :func:`specproof.adapters.vllm_sampler.forward_logits_expand_fixed` does)."""
     from vllm.utils import cpu_triton_utils
     from vllm.v1.sample.rejection_sampler import RejectionSampler
     from vllm.v1.sample.sampler import Sampler

@@ -16,6 +16,8 @@ decodes, the comparisons and tests built on them (no commands here; they are in
 - :mod:`.prediction`: the target's held-out bits per byte, entropy and top probability
 - :mod:`.clocks`: step clocks, and recorded rounds re-timed under a clock
 - :mod:`.block_laws`: target continuations of one context with the laws every slot is judged by
+- :mod:`.chunk_intervals`: per-chunk values, their t-intervals and Holm-corrected tests
+- :mod:`.recorded_rounds`: recorded rounds re-timed under a stored clock; hindsight best gamma
 - :mod:`.best_draft`: the best draft law for a group of target laws, and the per-context ceiling
   estimates
 

@@ -5,7 +5,8 @@ here on the three domains' training documents, and the token streams of the corp
 
 trains it and writes ``specproof/e2e/subword_tokenizer.json`` (``--check`` retrains and exits 1
 unless the committed file's vocabulary and merges are the ones retrained). The byte-level path
-(:mod:`.corpora`, vocabulary 256) is unchanged and stays the default of every other command.
+(:mod:`specproof.e2e.data.corpora`, vocabulary 256) is unchanged and stays the default of every
+other command.
 
 Training data (fixed, so the file is reproducible): every prose and math training document and
 every third code training document in name order (code is about 10 MB, the other two about

@@ -7,12 +7,12 @@
 - :mod:`.headline_and_clocks`: the "headline" and "scheduler-clocks" sections, from the JSON of
   :mod:`specproof.runners.e2e.experiments.headline` and
   :mod:`specproof.runners.e2e.experiments.scheduler_clocks`
+- :mod:`.retimed_clocks`: the section of
+  :mod:`specproof.runners.e2e.experiments.scheduler_clocks_retimed`
 
 ``python -m specproof.runners.e2e.report [e2e.json] [--markdown FILE]`` re-renders the "e2e"
-section from
-an existing JSON without measuring anything; ``python -m
-specproof.runners.e2e.report.headline_and_clocks``
-the other two.
+section from an existing JSON without measuring anything;
+``python -m specproof.runners.e2e.report.headline_and_clocks`` the other two.
 """
 
 from specproof.runners.e2e.report.document import markdown, write_tables
