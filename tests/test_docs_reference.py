@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from specproof.cli import main
+from specproof.commands.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS_PAGE = ROOT / "docs" / "reference" / "commands.md"

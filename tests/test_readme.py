@@ -32,13 +32,12 @@ def test_python_blocks_run() -> None:
 
 def test_reference_timings_are_the_committed_measurement() -> None:
     """Every reference timing the README and docs/reference/reference_decoder.md quote is the one
-    `tools/readme_figures.py` wrote: the matrix's in the README, the exact law's and the size
+    `specproof/runners/readme_figures.py` wrote: the matrix's in the README, the exact law's and
+    the size
     table on the reference page."""
     import json
-    import sys
 
-    sys.path.insert(0, str(ROOT / "tools"))
-    from readme_figures import markdown, quoted_timings
+    from specproof.runners.readme_figures import markdown, quoted_timings
 
     figures = json.loads((ROOT / "benchmarks" / "readme_figures.json").read_text())
     matrix_sentence, exact_law_sentence = quoted_timings(figures)

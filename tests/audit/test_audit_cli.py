@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specproof.audit import main
-from specproof.audit.cli import load_callable, parser
+from specproof.commands.audit import load_callable, main, parser
 
 SCHEDULER = "specproof.subjects.examples:algorithm1_schedule"
 

@@ -18,7 +18,6 @@ import pytest
 import torch
 
 from specproof.audit.engine import audit_engine
-from specproof.audit.engine.cli import main
 from specproof.audit.engine.sequence import (
     STOP_BINS,
     runs_needed,
@@ -27,6 +26,7 @@ from specproof.audit.engine.sequence import (
     timed_sequence_rows,
 )
 from specproof.audit.settings import ErrorRates
+from specproof.commands.audit_engine import main
 from specproof.stats import goodness_of_fit
 from specproof.subjects.sequence_examples import (
     EOS,

@@ -13,8 +13,8 @@ import pytest
 from specproof.adapters import beside_hf, vllm_engine
 from specproof.adapters.registry import engine_named
 from specproof.audit.report import AuditReport, CaseResult, exact_row
+from specproof.runners import real_table
 from specproof.subjects.real_models import ModelPaths, tiny_model
-from specproof.tables import real_table
 
 TINY = tiny_model(Path("models"))
 

@@ -21,8 +21,8 @@ from specproof.e2e.evaluation.recorded_rounds import (
     retime_recorded,
     uniform_gamma,
 )
-from specproof.e2e.experiments import scheduler_clocks_retimed
-from specproof.e2e.report.retimed_clocks import (
+from specproof.runners.e2e.experiments import scheduler_clocks_retimed
+from specproof.runners.e2e.report.retimed_clocks import (
     NOT_MEASURED,
     SECTION,
     docs_table,

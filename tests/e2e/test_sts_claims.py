@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specproof.e2e.experiments import sts_claims
+from specproof.runners.e2e.experiments import sts_claims
 
 
 def row(position: int, low: float, high: float) -> dict[str, float]:

@@ -12,8 +12,8 @@ import torch
 from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
 from specproof.e2e.evaluation.chunk_intervals import chunk_tau
 from specproof.e2e.evaluation.measurements import mean_accepted_length
-from specproof.e2e.experiments.tau import DOCS_ROWS, TAU_FAMILY, tau_table, verdict_table
 from specproof.e2e.models.loading import SHIPPED_DIR, load_models
+from specproof.runners.e2e.experiments.tau import DOCS_ROWS, TAU_FAMILY, tau_table, verdict_table
 
 
 def test_tau_table_rows_pair_both_drafters_on_the_same_chunks() -> None:

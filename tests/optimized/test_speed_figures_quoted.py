@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def milliseconds(seconds: float) -> str:
-    """bench/run.py's format of a median."""
+    """specproof/runners/kernel_bench.py's format of a median."""
     return f"{seconds * 1e3:,.1f}" if seconds < 10 else f"{seconds * 1e3:,.0f}"
 
 
@@ -57,14 +55,10 @@ def test_page_benchmark_table_is_the_committed_run() -> None:
 
 
 def test_page_gpu_table_is_the_committed_gpu_run() -> None:
-    """docs/results/optimized_speed.md's GPU table quotes benchmarks/gpu.json (bench/gpu.py's
-    readme_cells format)."""
-    import importlib.util
+    """docs/results/optimized_speed.md's GPU table quotes benchmarks/gpu.json
+    (:func:`specproof.runners.gpu_bench.readme_cells`'s format)."""
+    from specproof.runners import gpu_bench
 
-    spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "bench" / "gpu.py")
-    assert spec is not None and spec.loader is not None
-    gpu_bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu_bench)
     report = json.loads((ROOT / "benchmarks" / "gpu.json").read_text())
     assert not report["quick"]
     page = (ROOT / "docs" / "results" / "optimized_speed.md").read_text()
@@ -80,21 +74,14 @@ def test_page_gpu_table_is_the_committed_gpu_run() -> None:
     assert f"{report['copy_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s" in section
 
 
-def test_page_validation_cost_table_is_the_committed_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """docs/optimized.md's table of validation's cost at small vocabularies quotes
-    benchmarks/validation_cost.json (bench/validation_cost.py's table_cells format)."""
-    import importlib.util
-    import sys
+def test_page_validation_cost_table_is_the_committed_run() -> None:
+    """docs/results/optimized_speed.md's table of validation's cost at small vocabularies quotes
+    benchmarks/validation_cost.json (:func:`specproof.runners.validation_cost.table_cells`'s
+    format)."""
+    from specproof.runners import validation_cost as bench
 
-    monkeypatch.setattr(sys, "path", sys.path[:])  # the script puts bench/ on it
-
-    path = ROOT / "bench" / "validation_cost.py"
-    spec = importlib.util.spec_from_file_location("validation_cost_bench", path)
-    assert spec is not None and spec.loader is not None
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     report = json.loads((ROOT / "benchmarks" / "validation_cost.json").read_text())
-    page = (ROOT / "docs" / "optimized.md").read_text()
+    page = (ROOT / "docs" / "results" / "optimized_speed.md").read_text()
     section = page.split("## Benchmark (CPU)", 1)[1].split("\n## ", 1)[0]
     vocabularies = {f"{row['V']:,}" for row in report["results"]}
     quoted = [

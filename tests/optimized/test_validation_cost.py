@@ -1,7 +1,7 @@
 """What validate=True adds to a torch-backend chain verification, counted without a clock: the
 tensor operations and host reads of the default call, and the cheaper forms of its checks
 (one clamp for a range, float32 bounds for a row sum, the row copy's verdict), each against the
-comparisons it replaces. ``bench/validation_cost.py`` times the same calls."""
+comparisons it replaces. ``specproof/runners/validation_cost.py`` times the same calls."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import collections
 import numpy as np
 import pytest
 import torch
-import torch._dynamo  # dispatch modes import it lazily: see OperationCount
 from specproof.optimized import InvalidInputError, chain_verify
 from specproof.optimized.checks.content import check_chain_inputs
 from specproof.optimized.checks.contract import outside, sum_tolerance
@@ -23,10 +22,7 @@ TINY = float(np.float32(1e-45))  # the smallest float32 subnormal
 
 
 class OperationCount(TorchDispatchMode):
-    """Every aten operation dispatched inside the ``with`` block, by name. (A dispatch mode
-    imports torch._dynamo, which imports cProfile and so the standard library's profile: once
-    a benchmark script has put bench/ on sys.path, its profile.py would be found instead. The
-    import at the top of this file, at collection, comes before any of them.)"""
+    """Every aten operation dispatched inside the ``with`` block, by name."""
 
     def __init__(self) -> None:
         super().__init__()
