@@ -145,7 +145,7 @@ def notebooks(session: nox.Session) -> None:
 
 @nox.session(**SHARED, default=False)
 def bench(session: nox.Session) -> None:
-    """Kernel benchmarks: writes BENCHMARKS.md, benchmarks/results.json and the plot."""
+    """Kernel benchmarks: writes benchmarks/kernels.md, results.json and the plot."""
     install(session, "test,notebooks")  # matplotlib for benchmarks/time_vs_batch.png
     session.run("python", "-m", "specproof.runners.kernel_bench", *session.posargs, env=CPU_ENV)
 
@@ -166,7 +166,7 @@ def mutants(session: nox.Session) -> None:
 
 @nox.session(**SHARED, name="audit-bench", default=False)
 def audit_bench(session: nox.Session) -> None:
-    """Speed of the audit harness: the "Audit harness" section of BENCHMARKS.md."""
+    """Speed of the audit harness: benchmarks/audit_harness.md."""
     install(session, "test")
     session.run("python", "-m", "specproof.runners.audit_bench", *session.posargs)
 
@@ -233,7 +233,7 @@ def e2e_headline(session: nox.Session) -> None:
     """Batch-1 DSpark + Algorithm 1 against the target and the best EAGLE-3 (paired chunks,
     about 30 min on 2 loaded cores), then Algorithm 1 at B = 4, 8, 16 under the CPU line and
     the memory-bound model (about 30 min), then its recorded rounds re-timed against the best
-    fixed gamma on the measured chunks (seconds); each rewrites its BENCHMARKS.md section."""
+    fixed gamma on the measured chunks (seconds); each rewrites its benchmarks/*.md page."""
     install(session, "test,e2e")
     session.run("python", "-m", "specproof.runners.e2e.experiments.headline", *session.posargs)
     session.run("python", "-m", "specproof.runners.e2e.experiments.scheduler_clocks")

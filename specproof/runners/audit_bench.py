@@ -1,5 +1,5 @@
 """``nox -s audit-bench`` (``python -m specproof.runners.audit_bench``): speed of the audit harness,
-written to BENCHMARKS.md (section "Audit harness") and benchmarks/audit_harness.json.
+written to benchmarks/audit_harness.md and benchmarks/audit_harness.json.
 
 One measurement is one audit case end to end: drafting, the verifier call, the exact layout
 checks, completion from the target, counting outcomes and the goodness-of-fit rows. The
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
         )
     body = "\n".join(lines)
     print(body)
-    replace_section(ROOT / "BENCHMARKS.md", "audit-harness", body)
+    replace_section(ROOT / "benchmarks" / "audit_harness.md", "audit-harness", body)
     (ROOT / "benchmarks" / "audit_harness.json").write_text(
         json.dumps({"machine": machine, "results": results, "hunt": hunted}, indent=2) + "\n"
     )

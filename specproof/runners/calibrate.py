@@ -1,7 +1,7 @@
 """``python -m specproof.runners.calibrate`` (``nox -s calibration``): the observed false-fail rate
 and power of :func:`specproof.stats.goodness_of_fit` on multinomial laws, the reference decoder and
 the audit's example verifier, beside alpha and 1 - beta (:mod:`specproof.stats.calibrate`).
-Writes ``calibration/calibration.json`` and ``calibration/CALIBRATION.md``.
+Writes ``benchmarks/calibration.json`` and ``benchmarks/calibration.md``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from specproof.stats.calibrate import (
 )
 from specproof.subjects import examples
 
-OUTPUT = Path("calibration")
+OUTPUT = Path("benchmarks")
 
 
 def reference_draw(scheduler_name: str) -> tuple[Draw, Law, Law]:
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     (args.out / "calibration.json").write_text(json.dumps(payload, indent=2) + "\n")
     text = markdown(results, seconds)
-    (args.out / "CALIBRATION.md").write_text(text)
+    (args.out / "calibration.md").write_text(text)
     print(text)
     return 0 if all(r.consistent for r in results) else 1
 

@@ -295,7 +295,7 @@ def readme_cells(row: dict) -> list[str]:
 
 
 def render_section(after: dict, before: dict) -> str:
-    """The GPU section of BENCHMARKS.md from two runs of this script."""
+    """The GPU section (benchmarks/kernels_gpu.md) from two runs of this script."""
     lines = [GPU_SECTION_INTRO, "### Current kernels", "", markdown(after), ""]
     pairs = zip(before["results"], after["results"], strict=True)
     lines += [
@@ -345,7 +345,7 @@ def main() -> None:
     parser.add_argument(
         "--render",
         action="store_true",
-        help="write the GPU section of BENCHMARKS.md from benchmarks/gpu.json and "
+        help="write benchmarks/kernels_gpu.md from benchmarks/gpu.json and "
         "benchmarks/gpu_before.json, measuring nothing",
     )
     args = parser.parse_args()
@@ -354,7 +354,9 @@ def main() -> None:
 
         after = json.loads((ROOT / "benchmarks" / "gpu.json").read_text())
         before = json.loads((ROOT / "benchmarks" / "gpu_before.json").read_text())
-        replace_section(ROOT / "BENCHMARKS.md", "gpu", render_section(after, before))
+        replace_section(
+            ROOT / "benchmarks" / "kernels_gpu.md", "gpu", render_section(after, before)
+        )
         return
     dev = torch.device(args.device)
     bandwidth = copy_bandwidth(dev)

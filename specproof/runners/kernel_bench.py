@@ -1,4 +1,4 @@
-"""Chain-verification benchmark: writes BENCHMARKS.md (kernels section), benchmarks/results.json
+"""Chain-verification benchmark: writes benchmarks/kernels.md, benchmarks/results.json
 and benchmarks/time_vs_batch.png.
 
 Every implementation runs on the same inputs in the same process, interleaved: each repeat calls
@@ -693,19 +693,19 @@ def main() -> None:
         "--cold",
         action="store_true",
         help="no untimed call before each timed one (to see what the first call after another "
-        "implementation costs); prints the tables instead of writing BENCHMARKS.md",
+        "implementation costs); prints the tables instead of writing benchmarks/kernels.md",
     )
     parser.add_argument(
         "--render",
         type=Path,
         default=None,
-        help="re-render BENCHMARKS.md and the plot from this results.json, measuring nothing",
+        help="re-render benchmarks/kernels.md and the plot from this results.json (no measuring)",
     )
     args = parser.parse_args()
     if args.render is not None:
         report = json.loads(args.render.read_text())
         plot(report, args.render.parent / "time_vs_batch.png")
-        replace_section(ROOT / "BENCHMARKS.md", "kernels", markdown(report))
+        replace_section(ROOT / "benchmarks" / "kernels.md", "kernels", markdown(report))
         return
     scratch = args.quick or args.cold
     out = args.out or (
@@ -716,7 +716,7 @@ def main() -> None:
     (out / "results.json").write_text(json.dumps(report, indent=2) + "\n")
     plot(report, out / "time_vs_batch.png")
     if not scratch:
-        replace_section(ROOT / "BENCHMARKS.md", "kernels", markdown(report))
+        replace_section(ROOT / "benchmarks" / "kernels.md", "kernels", markdown(report))
     else:
         print(markdown(report))
 

@@ -13,10 +13,9 @@ milliseconds of small tensor operations, so what validation adds is operations, 
 its pair gives the ratio before a change, measured under the same load. Both must emit the
 same tokens at every shape (checked before timing).
 
-Writes ``benchmarks/validation_cost.json`` and the "validation-cost" section of
-BENCHMARKS.md (``--render`` rewrites the section from a JSON file, measuring nothing); prints
-one line per shape. Not a test: nothing here asserts a speed.
-"""
+Writes ``benchmarks/validation_cost.json`` and ``benchmarks/validation_cost.md`` (``--render``
+rewrites the section from a JSON file, measuring nothing); prints one line per shape. Not a test:
+nothing here asserts a speed."""
 
 from __future__ import annotations
 
@@ -200,9 +199,9 @@ def markdown(report: dict) -> str:
 
 
 def table_cells(row: dict, names: list[str]) -> list[str]:
-    """One shape's cells (BENCHMARKS.md's table, and docs/results/optimized_speed.md's, which quotes
-    it): V, input, then for each implementation its validate=False CPU milliseconds and the overhead
-    on the CPU and wall clocks."""
+    """One shape's cells (benchmarks/validation_cost.md's table, and
+    docs/results/optimized_speed.md's, which quotes it): V, input, then for each implementation its
+    validate=False CPU milliseconds and the overhead on the CPU and wall clocks."""
     cells = [f"{row['V']:,}", row["input"]]
     for name in names:
         cells.append(f"{row['median_ms']['cpu'][f'{name}, validate=False']:,.2f}")
@@ -223,7 +222,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.render is not None:
         replace_section(
-            ROOT / "BENCHMARKS.md", SECTION, markdown(json.loads(args.render.read_text()))
+            ROOT / "benchmarks" / "validation_cost.md",
+            SECTION,
+            markdown(json.loads(args.render.read_text())),
         )
         return
     torch.set_num_threads(1)
@@ -255,7 +256,7 @@ def main() -> None:
     }
     if not args.quick:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
-        replace_section(ROOT / "BENCHMARKS.md", SECTION, markdown(report))
+        replace_section(ROOT / "benchmarks" / "validation_cost.md", SECTION, markdown(report))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
 
 Weights go to ``--artifacts`` and are loaded back from disk before anything is measured. Raw
 numbers go to ``DIR/e2e.json``; the tables replace the "e2e" section of ``FILE``
-(BENCHMARKS.md by default) and leave its other sections alone.
+(benchmarks/e2e.md by default) and leave its other sections alone.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def run(
     out: Path,
     artifacts: Path,
     seed: int,
-    markdown_path: Path = Path("BENCHMARKS.md"),
+    markdown_path: Path = Path("benchmarks/e2e.md"),
     weights: Path | None = None,
 ) -> dict[str, Any]:
     """Train (or, with ``weights``, load the shipped models), measure, write the tables."""
@@ -235,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--markdown",
         type=Path,
-        default=Path("BENCHMARKS.md"),
+        default=Path("benchmarks/e2e.md"),
         help="Markdown file whose 'e2e' section receives the tables",
     )
     parser.add_argument("--artifacts", type=Path, default=Path("artifacts"))

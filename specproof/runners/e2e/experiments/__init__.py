@@ -1,6 +1,6 @@
 """The experiment commands, one ``python -m specproof.runners.e2e.experiments.NAME`` each; each
-measures with :mod:`specproof.e2e.evaluation` and writes its JSON (and, for some, its BENCHMARKS.md
-section through :mod:`specproof.runners.e2e.report`).
+measures with :mod:`specproof.e2e.evaluation` and writes its JSON (and, for some, its results page
+in ``benchmarks/`` section through :mod:`specproof.runners.e2e.report`).
 
 - :mod:`.tau`: both drafters' tau for one set of weights
 - :mod:`.drafter_tau`: tau and per-slot acceptance of several DSpark drafters against EAGLE-3

@@ -528,7 +528,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--markdown",
         type=Path,
-        default=Path("BENCHMARKS.md"),
+        default=Path("benchmarks/e2e_headline_and_clocks.md"),
         help="Markdown file whose section of this table is rewritten",
     )
     args = parser.parse_args(argv)

@@ -257,7 +257,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--runs", type=Path, nargs="+", default=list(RUNS))
     parser.add_argument("--wall", type=Path, default=WALL)
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--markdown", type=Path, default=Path("BENCHMARKS.md"))
+    parser.add_argument(
+        "--markdown", type=Path, default=Path("benchmarks/e2e_scheduler_clocks_retimed.md")
+    )
     args = parser.parse_args(argv)
     for option, path in (("--out", args.out), ("--markdown", args.markdown)):
         if problem := output_path_problem(option, str(path)):

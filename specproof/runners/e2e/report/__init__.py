@@ -1,4 +1,4 @@
-"""The e2e sections of BENCHMARKS.md, rendered from JSON results.
+"""The e2e results pages (``benchmarks/e2e*.md``), rendered from JSON results.
 
 - :mod:`.table`: the one Markdown table helper (cells formatted alike) every renderer uses
 - :mod:`.document`: :func:`markdown` renders the "e2e" section from a run's results,

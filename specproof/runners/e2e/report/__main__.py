@@ -1,4 +1,4 @@
-"""Re-render the "e2e" section of BENCHMARKS.md from an existing e2e.json (no measurement)."""
+"""Re-render benchmarks/e2e.md from an existing e2e.json (no measurement)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ SECTION = "e2e"
 def main(argv: list[str] | None = None) -> None:
     parser = OneLineParser(prog="python -m specproof.runners.e2e.report", description=__doc__)
     parser.add_argument("json_path", type=Path, nargs="?", default=Path("benchmarks/e2e.json"))
-    parser.add_argument("--markdown", type=Path, default=Path("BENCHMARKS.md"))
+    parser.add_argument("--markdown", type=Path, default=Path("benchmarks/e2e.md"))
     args = parser.parse_args(argv)
     if problem := output_path_problem("--markdown", str(args.markdown)):
         parser.error(problem)

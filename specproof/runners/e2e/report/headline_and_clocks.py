@@ -1,5 +1,6 @@
-"""The BENCHMARKS.md sections of the batch-1 headline and of the scheduler clocks, rendered
-from their JSON files (so a section can be rebuilt, and checked, from the committed numbers).
+"""The sections of benchmarks/e2e_headline_and_clocks.md: the batch-1 headline and of the scheduler
+clocks, rendered from their JSON files (so a section can be rebuilt, and checked, from the committed
+numbers).
 
     python -m specproof.runners.e2e.report.headline_and_clocks [--headline FILE] [--clocks FILE]
                                                       [--markdown FILE]
@@ -428,7 +429,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--headline", type=Path, default=HEADLINE_JSON)
     parser.add_argument("--clocks", type=Path, default=CLOCKS_JSON)
-    parser.add_argument("--markdown", type=Path, default=Path("BENCHMARKS.md"))
+    parser.add_argument(
+        "--markdown", type=Path, default=Path("benchmarks/e2e_headline_and_clocks.md")
+    )
     args = parser.parse_args(argv)
     present = [p for p in (args.headline, args.clocks) if p.exists()]
     if not present:

@@ -1,6 +1,7 @@
-"""The BENCHMARKS.md section of ``experiments.scheduler_clocks_retimed``: Algorithm 1 against
-the best fixed gamma on the measured chunks and against the pilot-chosen one, under each clock
-named plainly, with the wall-clock ratios where a wall clock was measured."""
+"""The results page (benchmarks/e2e_scheduler_clocks_retimed.md) of
+``experiments.scheduler_clocks_retimed``: Algorithm 1 against the best fixed gamma on the measured
+chunks and against the pilot-chosen one, under each clock named plainly, with the wall-clock ratios
+where a wall clock was measured."""
 
 from __future__ import annotations
 
