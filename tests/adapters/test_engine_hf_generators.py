@@ -2,7 +2,7 @@
 verification (``assistant_ensemble_weight``) under ``specproof audit-engine --hf``, on tiny
 seeded models built from config (nothing is downloaded).
 
-The default tests run at reduced n with alpha = 1e-3 per row, as tests/audit/test_engine_hf.py
+The default tests run at reduced n with alpha = 1e-3 per row, as tests/adapters/test_engine_hf.py
 does (a correct engine fails one of its ~8 rows with probability <= 8e-3; seeds are fixed, so
 each run is deterministic). The biased mode must fail: at w = 0.5 the first token's law is
 0.5 p + 0.5 q, measured here at TV 0.44 on the exact row at n = 200 against a rejection bound

@@ -75,7 +75,7 @@ def test_unknown_command_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_readme_shows_what_the_command_prints(matrix_run: tuple[str, dict]) -> None:
     """The README's matrix excerpt is the command's real output (its timing line aside)."""
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     excerpt = readme.split("$ specproof matrix --quiet\n", 1)[1].split("```", 1)[0]
     printed = [line for line in matrix_run[0].rstrip("\n").split("\n") if "wrote" not in line]
     assert printed[-1].startswith("computed exactly in")
