@@ -24,7 +24,9 @@ RUNS = 300
 
 
 def acceptance(report):  # type: ignore[no-untyped-def]
-    return next(r for r in report.results if r.check == "acceptance")
+    row = next(r for r in report.results if r.check == "acceptance")
+    print(f"{report.subject}: {row.summary}")
+    return row
 
 
 def test_proposals_follow_the_rounds() -> None:

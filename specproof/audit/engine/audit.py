@@ -202,8 +202,11 @@ def audit_engine(
                                        settings, num_new_tokens, seed, binned)  # fmt: skip
             if engine.draft_probs is not None and not engine.greedy:
                 draft = guarded_probs(guard, engine, "draft_probs")
-                report.results.append(acceptance_row(case, emitted, prompts, probs, draft,
-                                                     vocab, engine.eos_ids, settings))  # fmt: skip
+                row = acceptance_row(
+                    case, emitted, prompts, probs, draft, vocab, engine.eos_ids, settings
+                )
+                # Before the coverage row, which closes the per-position rows.
+                report.results.insert(len(report.results) - 1, row)
             if sequence_tokens:
                 add_sequence_rows(
                     report, engine, sequence_tokens, settings, seed, bars, guard, probs
