@@ -124,3 +124,11 @@ def test_hf_accepting_every_draft_fails_too_many() -> None:
 
     _, row = hf_acceptance(hf_mutants.accept_every_draft, 100)
     assert row.verdict == "FAIL" and "too many" in row.summary
+
+
+def test_a_draft_law_over_another_vocabulary_fails_its_own_row() -> None:
+    engine = chain_engine("correct")
+    engine.draft_probs = lambda sequences: torch.full((*sequences.shape, 5), 0.2)
+    report = audit_engine(engine, runs=50, alpha=ALPHA, num_new_tokens=3)
+    last = report.results[-1]
+    assert last.check == "draft_probs" and "vocabulary changed from 4 to 5" in last.summary

@@ -201,7 +201,7 @@ def audit_engine(
             report.results += law_rows(case, engine, emitted, summaries, law, exact_tokens,
                                        settings, num_new_tokens, seed, binned)  # fmt: skip
             if engine.draft_probs is not None and not engine.greedy:
-                draft = guarded_probs(guard, engine, "draft_probs")
+                draft = guarded_probs(guard, engine, "draft_probs", vocab)
                 row = acceptance_row(
                     case, emitted, prompts, probs, draft, vocab, engine.eos_ids, settings
                 )

@@ -45,11 +45,12 @@ def run_prompts(engine: Engine, runs: int, vocab: int, seed: int) -> list[tuple[
 
 
 def guarded_probs(
-    guard: Guard, engine: Engine, label: str = "target_probs"
+    guard: Guard, engine: Engine, label: str = "target_probs", vocab: int | None = None
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     """``engine.target_probs`` (``label`` "draft_probs": ``engine.draft_probs``) through the
-    guard, every answer checked (one vocabulary); a failure fails the row ``label``."""
-    vocab: list[int] = []
+    guard, every answer checked (one vocabulary: ``vocab`` when given); a failure fails the row
+    ``label``."""
+    known: list[int] = [] if vocab is None else [vocab]
     law = engine.draft_probs if label == "draft_probs" else engine.target_probs
     if law is None:
         raise ValueError(f"the engine has no {label}")
@@ -57,8 +58,13 @@ def guarded_probs(
     def target_probs(sequences: torch.Tensor) -> torch.Tensor:
         what = f"{label} on sequences {tuple(sequences.shape)}"
         out = guard.call(label, what, law, sequences)
-        rows = checked_rows(out, sequences, vocab[0] if vocab else None)
-        vocab[:] = [rows.shape[-1]]
+        try:
+            rows = checked_rows(out, sequences, known[0] if known else None)
+        except SubjectFailure as failure:
+            failure.check = label
+            failure.reason = failure.reason.replace("target_probs", label)
+            raise
+        known[:] = [rows.shape[-1]]
         return rows
 
     return target_probs
