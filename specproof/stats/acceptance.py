@@ -46,9 +46,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as scipy_stats
 
-GRID = tuple(2.0**j for j in range(-12, 4))
-"""|lambda| values of the mixture, 2^-12 .. 2^3: the lambda that detects a shift g of the count
-at variance v is about g / v, so this covers variances from a fraction of one to ~10^7."""
+GRID = tuple(2.0**j for j in range(-12, 7))
+"""|lambda| values of the mixture, 2^-12 .. 2^6: the lambda that detects a shift g of the count
+at variance v is about g / v, so this covers variances from a fraction of one to ~10^7; the
+largest lets the rejection of a proposal with a_i = 1 (impossible for a correct engine) weigh
+e^64, enough to fail at any alpha in use."""
 EXACT_POWER_MAX = 50_000
 """Up to this many proposals the power is the exact Poisson-binomial tail."""
 DEFAULT_SHIFT = 0.05
@@ -112,9 +114,12 @@ def checked_probabilities(probabilities: Sequence[float] | np.ndarray) -> np.nda
 
 
 def _log_mgf(probabilities: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """sum_i log(1 + a_i (e^lambda - 1)) for each lambda."""
-    grown = np.expm1(lam)[:, None] * probabilities[None, :]
-    return np.asarray(np.log1p(grown).sum(axis=1))
+    """sum_i log(1 - a_i + a_i e^lambda) for each lambda, as a log-sum of the two terms (exact
+    at a_i = 0 or 1, where 1 + a_i (e^lambda - 1) would round to 0 for lambda << 0)."""
+    with np.errstate(divide="ignore"):
+        stay, move = np.log1p(-probabilities), np.log(probabilities)
+    terms = np.logaddexp(stay[None, :], move[None, :] + lam[:, None])
+    return np.asarray(terms.sum(axis=1))
 
 
 COUNTS_PER_PASS = 1 << 16

@@ -4,8 +4,8 @@ target and drafter over V = 4 tokens (each law depends on the last token only), 
 
 - ``correct``: accept a draft x with probability min(1, p(x) / q(x)), else draw from the
   normalised residual max(p - q, 0); after a full acceptance, a bonus token from p.
-- ``accept-all``: every draft accepted (the class of vLLM issue 55005, where a verifier
-  accepted 99.95 % of drafts against a correct 17.6 %): lossy, too many accepted.
+- ``accept-all``: every draft accepted: lossy, too many accepted (no correct verifier accepts
+  more often than sum min(p, q)).
 - ``skip-half``: each round, with probability 1/2, ignores its drafts and draws one token from
   p (recorded as a rejection of the first draft): lossless, yet too few accepted, a slowdown
   that only the acceptance row sees.

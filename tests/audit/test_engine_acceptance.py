@@ -1,5 +1,5 @@
 """The ``acceptance`` row of the engine audit: a correct chain engine passes it, one accepting
-every draft (vLLM 55005's class) and a lossless one skipping half its rounds fail it, on a
+every draft and a lossless one skipping half its rounds fail it, on a
 Markov engine in plain Python (default session) and on HF transformers' assisted generation
 with tiny seeded models (``slow``: about 5-20 s each).
 

@@ -15,10 +15,10 @@ import pytest
 from specproof.testing import acceptance_gate, assert_acceptance
 
 OVERLAP = 0.176
-"""sum min(p, q) of the rows of vLLM issue 55005's report: the correct acceptance rate."""
+"""An expected acceptance rate (sum min(p, q) of a verifier test's fixed rows)."""
 
 
-def test_totals_form_passes_the_expected_count_and_fails_55005() -> None:
+def test_totals_form_passes_the_expected_count_and_fails_a_verifier_accepting_all() -> None:
     good = acceptance_gate(1760, proposed=10_000, expected_rate=OVERLAP)
     assert not good.rejected and good.alpha == 1e-6
     assert good.power > 0.99  # against a shift of 0.05 at n = 10,000, computed exactly

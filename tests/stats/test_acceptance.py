@@ -104,7 +104,7 @@ def test_poisson_binomial_pmf_matches_enumeration() -> None:
 
 
 def test_a_verifier_accepting_almost_everything_fails_too_many() -> None:
-    """The numbers of vLLM issue 55005: 99.95 % of drafts accepted against a correct 17.6 %."""
+    """A verifier accepting 99.95 % of drafts where a correct one accepts 17.6 %."""
     test = rate_test(9995, 10000, 0.176, alpha=1e-6)
     assert test.rejected and test.direction == "too many"
     assert not rate_test(1760, 10000, 0.176, alpha=1e-6).rejected
