@@ -3,7 +3,8 @@
 False-fail rate: 2000 simulated runs of a correct chain process whose acceptance probability
 depends on the previous outcome (the dependence a chain draft has), at alpha = 0.05; the test
 fails if the rejections exceed the binomial(2000, 0.05) quantile 1 - 1e-6, so a test whose
-rate is <= alpha fails this check with probability <= 1e-6 (seeds are fixed: deterministic).
+rate is <= alpha fails this check with probability <= 1e-6 (seeds are fixed: deterministic);
+a test rejecting at one standard deviation, on the same runs, must exceed that quantile.
 Power: the computed power (exact Poisson-binomial tail) against a shift of 0.05 must agree with
 the rejection frequency of 2000 simulated shifted runs within the binomial 1e-6 two-sided
 interval around it.
@@ -60,9 +61,18 @@ def test_false_fail_rate_under_sequential_dependence() -> None:
         # The totals form: the same count against n and the mean of these a_i.
         low, high = thresholds(np.full(PROPOSALS, a.mean()), ALPHA)
         totals += accepted <= low or accepted >= high
-    print(f"rejections of {SIMULATIONS} correct runs: {per_proposal} per proposal, {totals} totals")
+    # The check's teeth: a test that rejects at one standard deviation of the martingale
+    # (false-fail rate about 0.3, not 0.05) on the same runs must exceed the bound.
+    gap = outcomes.sum(axis=1) - probabilities.sum(axis=1)
+    spread = np.sqrt((probabilities * (1 - probabilities)).sum(axis=1))
+    too_eager = int((np.abs(gap) >= spread).sum())
+    print(
+        f"rejections of {SIMULATIONS} correct runs: {per_proposal} per proposal, {totals} totals "
+        f"(bound {most_rejections()}; a one-sigma test: {too_eager})"
+    )
     assert per_proposal <= most_rejections()
     assert totals <= most_rejections()
+    assert too_eager > most_rejections()
 
 
 def test_thresholds_agree_with_the_verdict() -> None:
