@@ -13,6 +13,7 @@ there). Prints each engine's acceptance row, verdict and seconds.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -34,13 +35,18 @@ def show(name: str, build: Callable[[], Engine], runs: int, tokens: int) -> None
     print(f"{name}: audit {report.verdict}; acceptance {summary} ({seconds:.1f} s)", flush=True)
 
 
-def tiny_rows(runs: int) -> None:
+def tiny_engine(setup: Callable[[], tuple[object, object, dict[str, object]]], name: str) -> Engine:
     from specproof.adapters.hf import hf_engine
+
+    return hf_engine(*setup(), name=name)
+
+
+def tiny_rows(runs: int) -> None:
     from specproof.subjects import hf_mutants, tiny
 
     setups = {"correct (T = 1)": tiny.sample_t1, **hf_mutants.ACCEPTANCE_MUTANTS}
     for name, setup in setups.items():
-        show(name, lambda setup=setup, name=name: hf_engine(*setup(), name=name), runs, 4)
+        show(name, functools.partial(tiny_engine, setup, name), runs, 4)
 
 
 def smollm2_rows(runs: int, cache: Path | None) -> None:

@@ -56,9 +56,9 @@ def test_the_fixture_offers_the_gate(specproof) -> None:  # type: ignore[no-unty
 )
 def test_bad_arguments_are_refused(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        acceptance_gate(1, **kwargs)  # type: ignore[arg-type]
+        acceptance_gate(1, **kwargs)
 
 
 def test_accepted_must_be_a_whole_number() -> None:
     with pytest.raises(ValueError, match="accepted must be a whole number"):
-        acceptance_gate(1.5, proposed=10, expected_rate=0.5)  # type: ignore[arg-type]
+        acceptance_gate(1.5, proposed=10, expected_rate=0.5)
