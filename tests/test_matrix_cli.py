@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from specproof.cli import main
+from specproof.commands.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def matrix_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
     """One run of the console command: (what it printed, the JSON it wrote)."""
     path = tmp_path_factory.mktemp("matrix") / "matrix.json"
     printed = subprocess.run(
-        [sys.executable, "-m", "specproof.cli", "matrix", "--json", str(path), "--quiet"],
+        [sys.executable, "-m", "specproof.commands.cli", "matrix", "--json", str(path), "--quiet"],
         check=True,
         capture_output=True,
         text=True,

@@ -2,5 +2,6 @@
 
 ``specproof golden --out DIR`` writes ``chain_vectors.json`` (format version 1) and its JSON
 Schema ``chain_vectors.schema.json``: boundary cases of one chain verification round, with the
-exact law from the reference and the exact outputs for injected uniforms (:mod:`.vectors`).
+exact law from the reference and the exact outputs for injected uniforms (:mod:`.vectors`), on
+the boundary inputs of :mod:`.cases`, with the JSON Schema of :mod:`.schema`.
 """

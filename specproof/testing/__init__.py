@@ -5,7 +5,9 @@ target_probs, prompt)`` (:mod:`.lossless`), ``acceptance_gate`` and ``assert_acc
 an engine's acceptance-length gate (:mod:`.acceptance`), and the pytest plugin
 (:mod:`.plugin`, registered through the ``pytest11`` entry point) that gives tests the
 ``specproof`` fixture and the ``--specproof-level`` option. Importing this package or the
-plugin imports neither torch nor the audit: both load on the first call.
+plugin imports neither torch nor the audit: both load on the first call. :mod:`.arguments`
+refuses bad arguments before any work, :mod:`.levels` says what each ``--specproof-level``
+promises, and :mod:`.twins` builds the must-fail twins.
 """
 
 from __future__ import annotations

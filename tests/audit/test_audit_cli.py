@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specproof.audit import main
-from specproof.audit.cli import load_callable, parser
+from specproof.commands.audit import load_callable, main, parser
 
 SCHEDULER = "specproof.subjects.examples:algorithm1_schedule"
 
@@ -95,9 +94,9 @@ def test_exact_rows_print_no_statistical_columns(
 def test_the_scheduler_excerpts_are_what_the_command_prints(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Every line of the scheduler-audit excerpts in README.md and docs/audit.md (between the
-    command and the exit status, "..." elisions aside) is a line the command prints, seconds
-    aside."""
+    """Every line of the scheduler-audit excerpts in README.md and
+    docs/guide/auditing_a_verifier.md (between the command and the exit status, "..." elisions
+    aside) is a line the command prints, seconds aside."""
     root = Path(__file__).resolve().parents[2]
     command = (
         "$ specproof audit specproof.subjects.examples:global_search_schedule --scheduler --quiet"
@@ -111,7 +110,7 @@ def test_the_scheduler_excerpts_are_what_the_command_prints(
         return line.split(": FAIL (")[0]
 
     printed_set = {timeless(line) for line in printed}
-    for page in (root / "README.md", root / "docs" / "audit.md"):
+    for page in (root / "README.md", root / "docs" / "guide" / "auditing_a_verifier.md"):
         text = page.read_text()
         assert command in text, page
         excerpt = text.split(command, 1)[1].split("(exit status 1)", 1)[0].strip().splitlines()

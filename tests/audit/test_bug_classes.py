@@ -4,7 +4,8 @@ command runs with its defaults (alpha = 1e-6 per row, power 1 - 1e-4 against TV 
 fidelity rows against TV >= 0.025; exact rows alpha = 0; a hunt for 2^20 rounds, or for a rare
 bug of exact rate r the rounds that show it with probability 1 - 1e-6); the flag-free verifier
 passes the same rows (each statistical row false-fails with probability <= 1e-6, exact rows
-never); every flag is one record's; docs/audit.md's table is what the module prints."""
+never); every flag is one record's; docs/guide/auditing_a_verifier.md's table is what the module
+prints."""
 
 from __future__ import annotations
 
@@ -98,7 +99,8 @@ def test_the_equivalent_mutants_name_no_trigger() -> None:
 
 
 def test_the_audit_page_table_is_the_modules() -> None:
-    page = (Path(__file__).resolve().parents[2] / "docs" / "audit.md").read_text()
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "guide" / "auditing_a_verifier.md").read_text()
     assert bugs.markdown() in page
 
 

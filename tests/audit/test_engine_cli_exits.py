@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specproof.audit.engine.cli import main
+from specproof.commands.audit_engine import main
 
 USAGE_ERROR, ROW_FAILED, INTERNAL_ERROR = 2, 1, 3
 
@@ -135,7 +135,7 @@ def test_a_hanging_subject_ends_the_command_at_timeout_with_the_table(
     out = tmp_path / "hang.json"
     argv = command("--timeout", "3", "--json", str(out), generate="hangs")
     result = subprocess.run(
-        [sys.executable, "-m", "specproof.cli", "audit-engine", *argv],
+        [sys.executable, "-m", "specproof.commands.cli", "audit-engine", *argv],
         cwd=tmp_path,
         capture_output=True,
         text=True,

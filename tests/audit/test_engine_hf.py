@@ -25,7 +25,7 @@ pytest.importorskip(
 from specproof.adapters.hf import hf_engine
 from specproof.adapters.recipe import batched_engine
 from specproof.audit.engine import audit_engine
-from specproof.audit.engine.cli import main
+from specproof.commands.audit_engine import main
 from specproof.subjects import hf_mutants, tiny
 
 ALPHA = 1e-3

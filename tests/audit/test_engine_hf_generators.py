@@ -151,7 +151,7 @@ def test_cli_audits_the_new_settings(setup: str, runs: int, status: int) -> None
     MTP (no assistant); 60 runs fall short of the goal power (exit 4, no row failed), and the
     biased mode fails (exit 1) at 200 runs, alpha = 1e-3 per row, delta 0.3 (the margin
     measured in :func:`test_the_biased_ensemble_verification_fails`)."""
-    from specproof.audit.engine.cli import main
+    from specproof.commands.audit_engine import main
 
     args = ["--hf", f"specproof.subjects.tiny:{setup}", "--runs", str(runs), "--quiet"]
     assert main([*args, "--alpha", "1e-3", "--delta", "0.3"]) == status
@@ -160,7 +160,7 @@ def test_cli_audits_the_new_settings(setup: str, runs: int, status: int) -> None
 def test_the_sequence_table_audits_both_block_generators_with_their_eos() -> None:
     """``sequence_table --subjects hf`` runs DFlash and MTP on their EOS settings: each engine
     it builds stops at an EOS, which the sequence rows need."""
-    from specproof.tables.sequence_table import SUBJECTS
+    from specproof.runners.sequence_table import SUBJECTS
 
     subjects = SUBJECTS["hf"]()
     assert {name.split(", ")[1] for name in subjects} == {"DFlash eos", "MTP eos"}

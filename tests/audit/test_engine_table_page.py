@@ -1,5 +1,5 @@
-"""docs/engine_audit.md's engine-audit table lists exactly the subjects of
-``python -m specproof.tables.engine_table`` with the verdict each is defined to get (PASS for an
+"""docs/results/engine_audit.md's engine-audit table lists exactly the subjects of
+``python -m specproof.runners.engine_table`` with the verdict each is defined to get (PASS for an
 engine, FAIL for a mutant), and the committed JSON the table came from agrees with it."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ pytest.importorskip(
     "transformers", reason="the HF engine audit needs the hf extra (nox -s tests installs it)"
 )
 
-from specproof.tables.engine_table import subjects
+from specproof.runners.engine_table import subjects
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def page_rows() -> dict[str, str]:
-    text = (ROOT / "docs" / "engine_audit.md").read_text()
+    text = (ROOT / "docs" / "results" / "engine_audit.md").read_text()
     start = text.index("| engine or mutant |")
     rows = {}
     for line in text[start:].splitlines()[2:]:

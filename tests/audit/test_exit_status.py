@@ -105,11 +105,12 @@ def schedule_leaves_native_call(confidences, sps):
 def specproof(
     tmp_path: Path, *argv: str, wall_limit: float = WALL_LIMIT
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m specproof.cli *argv`` in ``tmp_path`` (which holds the subject module)."""
+    """``python -m specproof.commands.cli *argv`` in ``tmp_path`` (which holds the subject
+    module)."""
     (tmp_path / "exit_subject.py").write_text(SUBJECT)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
     return subprocess.run(
-        [sys.executable, "-m", "specproof.cli", *argv],
+        [sys.executable, "-m", "specproof.commands.cli", *argv],
         cwd=tmp_path,
         env=env,
         capture_output=True,

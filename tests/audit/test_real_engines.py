@@ -1,6 +1,6 @@
 """The pure parts of the real-engine audits (no vLLM or llama.cpp needed): the configurations
 and the parameters they hand the engine, the coverage row from vLLM's counters, the results
-table, and the docs/real_engines.md page that renders the committed results file."""
+table, and the docs/results/real_engines.md page that renders the committed results file."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from specproof.adapters import beside_hf, vllm_engine
 from specproof.adapters.registry import engine_named
 from specproof.audit.report import AuditReport, CaseResult, exact_row
+from specproof.runners import real_table
 from specproof.subjects.real_models import ModelPaths, tiny_model
-from specproof.tables import real_table
 
 TINY = tiny_model(Path("models"))
 
@@ -210,7 +210,7 @@ def test_merge_replaces_only_the_engines_own_entries_on_the_same_model() -> None
 
 
 def page_section() -> str:
-    text = (ROOT / "docs" / "real_engines.md").read_text()
+    text = (ROOT / "docs" / "results" / "real_engines.md").read_text()
     start = text.index(SECTION)
     end = text.find("\n## ", start + len(SECTION))
     return text[start : end if end >= 0 else len(text)]

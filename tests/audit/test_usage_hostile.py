@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from specproof.audit.cli import main as audit_main
-from specproof.audit.engine.cli import main as engine_main
-from specproof.cli import main as specproof_main
+from specproof.commands.audit import main as audit_main
+from specproof.commands.audit_engine import main as engine_main
+from specproof.commands.cli import main as specproof_main
 
 USAGE_ERROR = 2
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specproof.tables.verifier_timing import markdown, matches, parse_only, row_key
+from specproof.runners.verifier_timing import markdown, matches, parse_only, row_key
 
 
 def test_only_reads_shape_dtype_drafts_and_sampling() -> None:

@@ -21,8 +21,8 @@ from specproof.e2e.evaluation.recorded_rounds import (
     retime_recorded,
     uniform_gamma,
 )
-from specproof.e2e.experiments import scheduler_clocks_retimed
-from specproof.e2e.report.retimed_clocks import (
+from specproof.runners.e2e.experiments import scheduler_clocks_retimed
+from specproof.runners.e2e.report.retimed_clocks import (
     NOT_MEASURED,
     SECTION,
     docs_table,
@@ -174,7 +174,7 @@ def test_benchmarks_section_is_rendered_from_the_committed_json() -> None:
 
 
 def test_docs_table_is_rendered_from_the_committed_json() -> None:
-    docs = (ROOT / "docs" / "end_to_end.md").read_text()
+    docs = (ROOT / "docs" / "results" / "e2e_scheduler_clocks.md").read_text()
     assert docs_table(committed()) in docs
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from specproof.commands.golden import SCHEMA, VECTORS, dumps, main
 from specproof.golden.cases import GoldenCase, Sampling
-from specproof.golden.cli import SCHEMA, VECTORS, dumps, main
 from specproof.golden.schema import golden_schema
 from specproof.golden.vectors import check_margin, expected_of, golden_vectors, round_program
 

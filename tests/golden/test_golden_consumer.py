@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from specproof.golden.cli import VECTORS
+from specproof.commands.golden import VECTORS
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "golden" / "v1" / VECTORS
