@@ -161,7 +161,7 @@ def test_a_dangling_docstring_name_is_caught() -> None:
     assert resolves_in_source("specproof.audit.settings.ErrorRates")
     assert resolves_in_source("specproof.audit.settings.ErrorRates.alpha")
     assert not resolves_in_source("specproof.audit.settings.ErrorRates.gamma")
-    assert not resolves_in_source("specproof.runners.real_audit")
+    assert not resolves_in_source("specproof.audit.real_audit")
     assert not resolves_in_source("specproof.audit.settings.NoSuchName")
 
 
