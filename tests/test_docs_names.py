@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from specproof.testing.plugin import Checks
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "BENCHMARKS.md", ROOT / "noxfile.py",
          *sorted((ROOT / "docs").rglob("*.md"))]  # fmt: skip
 NAME = re.compile(r"specproof(?:\.[a-z_0-9]+)+(?::[A-Za-z_][A-Za-z_0-9.]*)?")
-FIXTURE_METHODS = {"assert_lossless", "assert_engine_lossless"}
+FIXTURE_METHODS = {name for name in vars(Checks) if name.startswith("assert_")}
 """``specproof.assert_...`` in docs/guide/ci_integration.md is the pytest plugin's fixture, not a
 module."""
 

@@ -13,6 +13,8 @@ Engines and the audit's tables:
 - ``audit_bench``, ``audit_time``, ``audit_rows``: the audit harness's speed, a user's audit
   end to end, and where its time goes
 - ``plugin_time``: the pytest plugin's cost
+- ``acceptance_rows``: the engine audit's acceptance row on HF transformers (tiny models and
+  SmolLM2-135M)
 - ``verifier_timing``: specproof's step inside vLLM against vLLM's own
 - ``smollm2``: SmolLM2-135M fetched and converted, its drafters' acceptance
 
