@@ -49,7 +49,9 @@ def measure_entry_points(dev: torch.device, quick: bool, repeats: int = 7) -> li
     for is_logits in (False, True):
         target = logits if is_logits else torch.softmax(logits, dim=-1)
 
-        def tree(validate: bool, target: torch.Tensor = target, is_logits: bool = is_logits):
+        def tree(
+            validate: bool, target: torch.Tensor = target, is_logits: bool = is_logits
+        ) -> object:
             return tree_verify(
                 target, *links, seed=1, target_is_logits=is_logits, backend=backend,
                 validate=validate,
@@ -65,7 +67,9 @@ def measure_entry_points(dev: torch.device, quick: bool, repeats: int = 7) -> li
     for is_logits in (False, True):
         rows_in = scores if is_logits else torch.softmax(scores, dim=-1)
 
-        def draft(validate: bool, rows_in: torch.Tensor = rows_in, is_logits: bool = is_logits):
+        def draft(
+            validate: bool, rows_in: torch.Tensor = rows_in, is_logits: bool = is_logits
+        ) -> object:
             return sample_draft_tokens(
                 rows_in, seed=1, index=1, is_logits=is_logits, backend=backend,
                 validate=validate,

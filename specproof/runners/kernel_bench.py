@@ -48,6 +48,7 @@ import time
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -313,7 +314,7 @@ def plan(quick: bool) -> list[dict]:
         sweeps = {"B": (1, 32), "k": (), "V": ()}
     else:
         base, sweeps = HEADLINE, SWEEPS
-    cases = []
+    cases: list[dict[str, Any]] = []
     for logits in (False, True):
         for realistic in (True, False):
             for threads in (1, 2):

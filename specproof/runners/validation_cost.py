@@ -62,7 +62,7 @@ def load_baseline(folder: Path) -> Verify:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    return module.chain_verify  # type: ignore[no-any-return]
+    return module.chain_verify
 
 
 def checkout(folder: Path) -> str | None:
