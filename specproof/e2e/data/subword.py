@@ -1,7 +1,8 @@
 """The sub-word vocabulary: a byte-level BPE tokenizer (Hugging Face ``tokenizers``) trained
 here on the three domains' training documents, and the token streams of the corpora under it.
 
-    python -m specproof.runners.e2e.subword_tokenizer [--out FILE] [--check]
+Its command: ``python -m specproof.runners.e2e.subword_tokenizer``
+(:mod:`specproof.runners.e2e.subword_tokenizer`).
 
 trains it and writes ``specproof/e2e/subword_tokenizer.json`` (``--check`` retrains and exits 1
 unless the committed file's vocabulary and merges are the ones retrained). The byte-level path

@@ -1,9 +1,8 @@
 """Train the target and both drafters, in stages, and write them as bf16 safetensors: the one
 training path of the shipped models (fixed steps) and of ``run --from-scratch`` (a time budget).
 
-    python -m specproof.runners.e2e.train_target [--out DIR] [--threads N] [--seed S]
-                                          [--stages target pool dspark eagle] [--sequential]
-                                                                              (nox -s train-target)
+Its command: ``python -m specproof.runners.e2e.train_target``
+(:mod:`specproof.runners.e2e.train_target`).
 
 With fixed step counts, seeds and data (the standard library's source and pydoc topics of this
 Python, and the generated math problems), the same command on the same torch build, thread

@@ -1,8 +1,7 @@
 """Train the sub-word target, resumably, and write it where the learning curves read it.
 
-    python -m specproof.runners.e2e.train_subword_target --out DIR [--plan full|smoke]
-                                                   [--checkpoint-every N] [--threads N] [--seed S]
-                                                                          (nox -s train-subword)
+Its command: ``python -m specproof.runners.e2e.train_subword_target``
+(:mod:`specproof.runners.e2e.train_subword_target`).
 
 Trains :data:`specproof.e2e.plans.SUBWORD`'s target (or the smoke one) for its fixed step count
 on the three domains' training streams under the committed tokenizer

@@ -8,12 +8,7 @@ unless the committed file's vocabulary and merges are the ones retrained). The b
 (:mod:`specproof.e2e.data.corpora`, vocabulary 256) is unchanged and stays the default of every
 other command.
 
-Training data (fixed, so the file is reproducible): every prose and math training document and
-every third code training document in name order (code is about 10 MB, the other two about
-1.7 MB together; the third keeps code from swamping them), trained on one thread. Ids 0 and 1
-are the special tokens :data:`SEPARATOR_TOKEN` (joins documents, as byte 0 does in the
-byte-level streams) and :data:`MASK_TOKEN` (the mask token of the DSpark/DFlash block input).
-The byte-level pre-tokenizer and decoder make decode(encode(text)) == text for every string.
+How it works: :mod:`specproof.e2e.data.subword`.
 """
 
 from __future__ import annotations

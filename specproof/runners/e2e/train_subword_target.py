@@ -4,13 +4,8 @@
                                                    [--checkpoint-every N] [--threads N] [--seed S]
                                                                           (nox -s train-subword)
 
-Trains :data:`specproof.e2e.plans.SUBWORD`'s target (or the smoke one) for its fixed step count on
-the three domains' training streams under the committed tokenizer
-(:mod:`specproof.e2e.data.subword`), mixed as the byte-level target's are. Every
-``--checkpoint-every`` steps its whole state goes to ``DIR/target-checkpoint.pt``; a rerun continues
-from there (:mod:`specproof.e2e.training.resumable`). At the end ``DIR/target.safetensors`` (bf16,
-as the shipped target) and ``DIR/training.json`` (the recipe, the tokenizer's hash, steps per second
-and the held-out bits per token per domain, of the saved bf16 weights) are written."""
+How it works: :mod:`specproof.e2e.training.subword_target`.
+"""
 
 from __future__ import annotations
 

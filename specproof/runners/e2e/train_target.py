@@ -5,19 +5,7 @@ training path of the shipped models (fixed steps) and of ``run --from-scratch`` 
                                           [--stages target pool dspark eagle] [--sequential]
                                                                               (nox -s train-target)
 
-With fixed step counts, seeds and data (the standard library's source and pydoc topics of this
-Python, and the generated math problems), the same command on the same torch build, thread
-counts and CPU trains the same tensors bit for bit (the safetensors header's metadata order may
-differ between runs). On another host rounding differences grow over training: an earlier
-shipped target, retrained on a second host of the same machine type, moved its held-out bits
-per byte by up to 0.002.
-
-Stages: ``target`` (saved in bf16 and reloaded, so everything after it sees the target decoding
-will use), ``pool`` (windows the target writes itself, half sampled and half greedy, saved to
-``pool.pt``), then ``dspark`` and ``eagle`` on the same windows in the same order at the same
-parameter budget. Each stage seeds its own initialisation and reads what earlier stages wrote to
-``--out``, so stages run as separate processes train the same weights as one sequential run. By
-default the two drafters train at once, one thread each, in two child processes.
+How it works: :mod:`specproof.e2e.training.ship`.
 """
 
 from __future__ import annotations
