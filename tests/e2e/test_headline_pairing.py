@@ -144,7 +144,7 @@ def test_headline_section_marks_each_target_met_or_missed(
     ],
 )
 def test_bad_arguments_exit_2_before_any_work(module: str, argv: list[str]) -> None:
-    command = importlib.import_module(f"specproof.e2e.{module}")
+    command = importlib.import_module(f"specproof.runners.e2e.{module}")
     with pytest.raises(SystemExit) as stop:
         command.main(argv)
     assert stop.value.code == 2

@@ -32,7 +32,7 @@ from specproof.commands.command_rules import OneLineParser, json_object
 MARGIN = 0.01
 FALL = 0.01
 LOWER_POSITIONS = range(2, 8)
-DEFAULT_JSON = Path(__file__).resolve().parents[3] / "benchmarks" / "e2e.json"
+DEFAULT_JSON = Path(__file__).resolve().parents[4] / "benchmarks" / "e2e.json"
 
 
 def normal_cdf(x: float) -> float:
