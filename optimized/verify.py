@@ -112,11 +112,12 @@ def verify_call(
             if bool(torch.cat([flags.bool(), duplicates.view(1)]).any()):
                 explain_refusal(call, accepted, flags)
         return ChainResult(tokens, accepted)
-    if validate:
-        check_call_inputs(call)
+    if validate:  # the values the caller gave, before the pass that relies on them
+        check_call_inputs(call, tokens=False)
     from .torch_backend.chain_verify import chain_verify_torch
 
-    # The content checks ride on values the torch pass computes: one host sync, at the end.
+    # The drafted tokens and the row contents are checked on values the torch pass computes
+    # (it reads an id outside the vocabulary nowhere): one host sync, at the end.
     checks = DeferredChecks() if validate else None
     tokens, accepted = chain_verify_torch(call, checks=checks)
     if checks is not None:
@@ -124,9 +125,10 @@ def verify_call(
     return ChainResult(tokens, accepted)
 
 
-def check_call_inputs(call: ChainCall) -> None:
+def check_call_inputs(call: ChainCall, *, tokens: bool = True) -> None:
     """Every precondition of the call but the row contents
-    (:func:`~specproof.optimized.checks.content.check_chain_inputs`)."""
+    (:func:`~specproof.optimized.checks.content.check_chain_inputs`); ``tokens`` False leaves
+    out the drafted tokens (the torch backend checks them in its pass)."""
     check_chain_inputs(
         call.target,
         call.draft,
@@ -139,6 +141,7 @@ def check_call_inputs(call: ChainCall) -> None:
         given=call.given,
         placeholder_drafts=call.placeholder_drafts,
         distinct_ids=call.streams.distinct_words,
+        tokens=tokens,
     )
 
 

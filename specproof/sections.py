@@ -1,4 +1,4 @@
-"""Regenerate one section of a shared Markdown file (BENCHMARKS.md) and keep the others."""
+"""Regenerate one section of a results page (``benchmarks/*.md``) and keep the others."""
 
 from __future__ import annotations
 

@@ -1,55 +1,41 @@
-"""Every package has its room, and rooms are stacked: a module imports (at any depth of the
-file, inside functions included) only modules of its own layer or a lower one, and no group of
-modules imports itself around a circle. Within ``specproof.audit`` and ``specproof.e2e`` the
-finer reading orders of ``tests/audit/test_layering.py`` and ``tests/e2e/test_layering.py``
-hold as well.
+"""Every Python file of the repository has its room, and rooms are stacked: a module imports (at
+any depth of the file, inside functions included) only modules of its own layer or a lower one,
+and no group of modules imports itself around a circle. Package ``__init__`` files are modules
+like any other: a façade that imports a command is a climbing import. Within ``specproof.audit``
+and ``specproof.e2e`` the finer reading orders of ``tests/audit/test_layering.py`` and
+``tests/e2e/test_layering.py`` hold as well; the three tests read imports with one reader,
+``tests/import_graph.py``.
 
 A newcomer adding a signature, an engine, a bug or an experiment finds its room here: the
-machinery (``audit``) never knows its subjects, adapters or result tables."""
+machinery (``audit``) never knows its subjects, adapters or runners, and every argparse front is
+a command (``specproof.commands``) or a runner (``specproof.runners``), above all of it."""
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
+import shutil
 from pathlib import Path
 
 import pytest
+from import_graph import circles, graph, imported_names, modules
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"specproof": ROOT / "specproof", "specproof.reference": ROOT / "reference",
-           "specproof.optimized": ROOT / "optimized"}  # fmt: skip
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reference", ("specproof.reference",)),
     ("optimized", ("specproof.optimized",)),
-    ("command rules", ("specproof.command_rules", "specproof.sections", "specproof.callables")),
-    ("statistics", ("specproof.stats",)),
+    ("foundations", ("specproof.__init__", "specproof.exit_status", "specproof.value_limits",
+                     "specproof.sections", "specproof.callables")),
+    ("statistics", ("specproof.stats", "specproof.matrix")),
     ("audit machinery", ("specproof.audit",)),
     ("models", ("specproof.models",)),
     ("end to end", ("specproof.e2e",)),
     ("subjects", ("specproof.subjects",)),
     ("adapters", ("specproof.adapters",)),
-    ("tables", ("specproof.tables",)),
     ("forms for engine CI", ("specproof.golden", "specproof.parity", "specproof.testing")),
-    ("commands", ("specproof.cli", "specproof.matrix", "specproof.audit.cli",
-                  "specproof.audit.engine.cli", "specproof.engines_command",
-                  "specproof.__init__")),
+    ("commands and runners", ("specproof.commands", "specproof.runners")),
+    ("users of the package", ("tests", "docs", "examples", "notebooks", "proofs", "noxfile")),
 ]  # fmt: skip
 """Lowest first. A prefix names a module or a package; the longest matching prefix decides."""
-
-
-def modules() -> Iterator[tuple[str, Path]]:
-    for package, folder in FOLDERS.items():
-        for path in sorted(folder.rglob("*.py")):
-            parts = path.relative_to(folder).with_suffix("").parts
-            if package == "specproof" and parts[0] in ("reference", "optimized"):
-                continue
-            if package == "specproof" and parts == ("__init__",):
-                yield "specproof.__init__", path
-                continue
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            yield ".".join((package, *parts)), path
 
 
 def layer_of(module: str) -> int | None:
@@ -62,101 +48,54 @@ def layer_of(module: str) -> int | None:
     return None if best is None else best[1]
 
 
-def imported(module: str, path: Path, known: set[str]) -> set[str]:
-    """The project's modules ``path`` imports (a name imported from a package counts as its
-    submodule when there is one)."""
-    is_package = path.name == "__init__.py"
-    package = module.removesuffix(".__init__") if is_package else module.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                source = ".".join([*base, node.module] if node.module else base)
-            else:
-                source = node.module or ""
-            names = [source] + [f"{source}.{alias.name}" for alias in node.names]
-        for name in names:
-            if name in known:
-                out.add(name)
-    out.discard(module)
-    return out
+def homeless(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(m for m in edges if layer_of(m) is None)
 
 
-def graph() -> dict[str, set[str]]:
-    found = dict(modules())
-    known = set(found) | {m.removesuffix(".__init__") for m in found}
-    return {m: imported(m, p, known) for m, p in found.items()}
-
-
-def test_every_module_has_a_layer() -> None:
-    homeless = [m for m in graph() if layer_of(m) is None]
-    assert not homeless, f"modules outside every layer of tests/test_layering.py: {homeless}"
-
-
-def test_no_module_imports_a_higher_layer() -> None:
+def climbing(edges: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Module -> the modules of a higher layer it imports."""
     upward = {
         module: sorted(
             f"{target} ({LAYERS[layer_of(target) or 0][0]})"
             for target in targets
             if (layer_of(target) or 0) > (layer_of(module) or 0)
         )
-        for module, targets in graph().items()
-        if module not in PACKAGES
+        for module, targets in edges.items()
     }
-    upward = {k: v for k, v in upward.items() if v}
-    assert not upward, f"imports that climb a layer: {upward}"
+    return {k: v for k, v in upward.items() if v}
 
 
-def circles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected groups of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
+def test_every_module_has_a_layer() -> None:
+    assert not homeless(graph(ROOT)), "modules outside every layer of tests/test_layering.py"
 
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in edges.get(node, ()):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                found.append(sorted(group))
 
-    for node in sorted(edges):
-        if node not in index:
-            visit(node)
-    return found
+def test_every_python_folder_of_the_repository_is_read() -> None:
+    folders = {p.relative_to(ROOT).parts[0] for p in ROOT.glob("*/**/*.py")} - {".nox", ".git"}
+    read = {m.split(".")[0] for m in graph(ROOT)} | {"reference", "optimized"}
+    assert folders <= read | {"build", "dist"}
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    assert not climbing(graph(ROOT)), "imports that climb a layer"
 
 
 def test_no_import_circle() -> None:
-    """Package ``__init__`` re-exports are left out: they are façades, not rooms."""
-    edges = {
-        m: {t for t in targets if not t.endswith("__init__") and t not in PACKAGES}
-        for m, targets in graph().items()
-        if m not in PACKAGES and not m.endswith("__init__")
-    }
-    assert not circles(edges)
+    assert not circles(graph(ROOT))
 
 
-PACKAGES = {m.removesuffix(".__init__") for m, p in modules() if p.name == "__init__.py"}
+def test_no_argparse_outside_the_commands_and_runners() -> None:
+    """Argument parsing is the commands' and runners' work (``specproof.commands``,
+    ``specproof.runners``); the pytest plugin reads its options with pytest's own parser. The
+    one other front is the GPU compile check, run on a device by ``specproof/runners/gpu.sh``
+    without the rest of the package."""
+    top = layer_of("specproof.commands")
+    fronts = sorted(
+        module
+        for module, path in modules(ROOT).items()
+        if module.startswith("specproof") and layer_of(module) != top
+        if imported_names(module, path) & {"argparse", "specproof.commands.command_rules"}
+    )
+    assert fronts == ["specproof.optimized.kernels.compile_check"]
 
 
 @pytest.mark.parametrize(
@@ -173,8 +112,37 @@ def test_the_circle_finder_finds_circles(
     assert circles(edges) == expected
 
 
-def test_the_layer_rule_sees_a_climbing_import() -> None:
-    """A module of the machinery importing a subject would be caught."""
-    assert (layer_of("specproof.subjects.examples") or 0) > (layer_of("specproof.audit.run") or 0)
-    assert layer_of("specproof.audit.engine.cli") == len(LAYERS) - 1
-    assert layer_of("specproof.audit.engine.audit") == layer_of("specproof.audit.run")
+@pytest.fixture(scope="module")
+def copy_of_the_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    into = tmp_path_factory.mktemp("tree")
+    for folder in ("specproof", "reference", "optimized"):
+        skipped = shutil.ignore_patterns("*.pt", "*.safetensors", "*.json*", "__pycache__")
+        shutil.copytree(ROOT / folder, into / folder, ignore=skipped)
+    return into
+
+
+def test_a_planted_back_arrow_is_caught(copy_of_the_tree: Path) -> None:
+    """The statistics importing a command (inside a function, as a lazy import would) and a
+    package façade importing one both climb; the untouched copy passes first."""
+    assert not climbing(graph(copy_of_the_tree))
+    stats = copy_of_the_tree / "specproof" / "stats" / "intervals.py"
+    stats.write_text(
+        stats.read_text() + "\n\ndef _late():\n    from specproof.commands import cli\n"
+    )
+    facade = copy_of_the_tree / "specproof" / "audit" / "__init__.py"
+    facade.write_text(facade.read_text() + "\nfrom specproof.commands.audit import main\n")
+    found = climbing(graph(copy_of_the_tree))
+    assert set(found) == {"specproof.stats.intervals", "specproof.audit"}
+    assert found["specproof.stats.intervals"] == ["specproof.commands.cli (commands and runners)"]
+
+
+def test_a_planted_circle_is_caught(copy_of_the_tree: Path) -> None:
+    settings = copy_of_the_tree / "specproof" / "audit" / "settings.py"
+    original = settings.read_text()
+    try:
+        settings.write_text(original + "\nfrom specproof.audit import run\n")
+        assert any(
+            "specproof.audit.settings" in group for group in circles(graph(copy_of_the_tree))
+        )
+    finally:
+        settings.write_text(original)

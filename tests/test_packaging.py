@@ -1,7 +1,7 @@
 """Every Python package folder of the clone is in pyproject.toml's explicit package list, so a
 built wheel (not only an editable install) holds it: `specproof.subjects.mutants` was missing, and
-docs/audit.md's `specproof audit specproof.subjects.mutants.verifier:...` commands failed from a
-wheel."""
+docs/guide/auditing_a_verifier.md's `specproof audit specproof.subjects.mutants.verifier:...`
+commands failed from a wheel."""
 
 from __future__ import annotations
 

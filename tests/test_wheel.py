@@ -59,32 +59,38 @@ COMMANDS: dict[str, list[tuple[str, ...]]] = {
     "specproof.audit": [("specproof", "audit", "--help")],
     "specproof.audit.signatures": [("python", "-c", WHERE, "specproof.audit.signatures.registry")],
     "specproof.audit.engine": [("specproof", "audit-engine", "--help")],
-    "specproof.subjects": [("python", "-m", "specproof.subjects.bugs", "--markdown")],
+    "specproof.subjects": [("python", "-c", WHERE, "specproof.subjects.bugs")],
     "specproof.subjects.mutants": [
         ("python", "-c", WHERE, "specproof.subjects.mutants.verifier"),
-        ("python", "-m", "specproof.subjects.mutants.search", "--help"),
     ],
-    "specproof.models": [("python", "-m", "specproof.models.smollm2", "--help")],
+    "specproof.models": [("python", "-c", WHERE, "specproof.models.smollm2")],
     "specproof.adapters": [
         ("python", "-c", WHERE, "specproof.adapters.hf"),
         ("specproof", "engines"),
     ],
-    "specproof.tables": [
-        ("python", "-m", "specproof.tables.audit_bench", "--help"),
-        ("python", "-m", "specproof.tables.mutant_table", "--help"),
-        ("python", "-m", "specproof.tables.real_audit", "--help"),
+    "specproof.runners": [
+        ("python", "-m", "specproof.runners.audit_bench", "--help"),
+        ("python", "-m", "specproof.runners.mutant_table", "--help"),
+        ("python", "-m", "specproof.runners.real_audit", "--help"),
+        ("python", "-m", "specproof.runners.bug_table", "--markdown"),
+        ("python", "-m", "specproof.runners.adversarial_search", "--help"),
+        ("python", "-m", "specproof.runners.smollm2", "--help"),
     ],
     "specproof.testing": [("python", "-c", WHERE, "specproof.testing.plugin")],
     "specproof.golden": [("specproof", "golden", "--out", "golden")],
     "specproof.parity": [("specproof", "parity-report", "--help")],
-    "specproof.e2e": [("python", "-m", "specproof.e2e.run", "--help")],
+    "specproof.e2e": [("python", "-m", "specproof.runners.e2e.run", "--help")],
     "specproof.e2e.data": [("python", "-c", WHERE, "specproof.e2e.data.corpora")],
     "specproof.e2e.models": [("python", "-c", SHIPPED_WEIGHTS)],
-    "specproof.e2e.training": [("python", "-m", "specproof.e2e.training.ship", "--help")],
+    "specproof.e2e.training": [("python", "-c", WHERE, "specproof.e2e.training.ship")],
     "specproof.e2e.decoding": [("python", "-c", WHERE, "specproof.e2e.decoding.rounds")],
     "specproof.e2e.evaluation": [("python", "-c", WHERE, "specproof.e2e.evaluation.agreement")],
-    "specproof.e2e.experiments": [("python", "-m", "specproof.e2e.experiments.headline", "--help")],
-    "specproof.e2e.report": [("python", "-m", "specproof.e2e.report", "--help")],
+    "specproof.runners.e2e": [("python", "-m", "specproof.runners.e2e.train_target", "--help")],
+    "specproof.runners.e2e.experiments": [
+        ("python", "-m", "specproof.runners.e2e.experiments.headline", "--help")
+    ],
+    "specproof.runners.e2e.report": [("python", "-m", "specproof.runners.e2e.report", "--help")],
+    "specproof.commands": [("specproof", "--help")],
 }
 """A documented command per listed package ("specproof": the wheel's console script; "python":
 this interpreter); a package with nothing to run maps to an import check (:data:`WHERE`)."""

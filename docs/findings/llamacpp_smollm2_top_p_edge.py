@@ -1,7 +1,7 @@
 """llama.cpp on SmolLM2-135M-Instruct: a top-p cut decided by a near tie that the engine's own
 cache path flips (numerics, not a sampling bug).
 
-Run in the audit-llamacpp venv after ``python -m specproof.models.smollm2`` (the model once,
+Run in the audit-llamacpp venv after ``python -m specproof.runners.smollm2`` (the model once,
 cached; the float32 GGUF is converted beside it on first use):
 
     python docs/findings/llamacpp_smollm2_top_p_edge.py

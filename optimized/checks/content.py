@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .contract import PLACEHOLDER_DRAFT, WORD_LIMIT, duplicate_ids, sum_tolerance
+from .contract import PLACEHOLDER_DRAFT, WORD_LIMIT, duplicate_ids, outside, sum_tolerance
 from .recorded import DeferredChecks, first_index
 from .row_contents import improper_rows
 
@@ -20,7 +20,7 @@ def defer_request_ids(
     if requests.numel() == 0:
         return
     checks.add(
-        (requests < 0) | (requests >= WORD_LIMIT),
+        outside(requests, 0, WORD_LIMIT - 1),
         lambda bad: (
             "request_ids must lie in [0, 2^32) (they are Philox counter words), "
             f"got {requests.tolist()[:8]}"
@@ -42,7 +42,7 @@ def defer_temperature(
 ) -> None:
     """Temperatures finite and >= 0 (0 selects greedy); with ``only``, one of those values."""
     checks.add(
-        ~torch.isfinite(temperature) | (temperature < 0),
+        outside(temperature, 0, torch.finfo(temperature.dtype).max),  # NaN and inf too
         lambda bad: (
             "temperature must be finite and >= 0 (0 selects greedy verification), "
             f"got {temperature.tolist()[:8]}"
@@ -109,23 +109,28 @@ def check_chain_inputs(
     given: tuple[bool, bool, bool] = (True, True, True),
     placeholder_drafts: bool = False,
     distinct_ids: bool = True,
+    tokens: bool = True,
 ) -> None:
     """Every documented precondition of chain verification but the row contents, with one
     host synchronisation. ``given`` says which of (num_draft_tokens, request_ids, temperature)
     the caller passed: the contents of values the entry point made itself are not re-checked.
     With ``placeholder_drafts`` a draft id of -1 is allowed (a rejection at its position).
     ``distinct_ids`` False when per-request keys keep streams apart instead of ids (every
-    64-bit per-request offset is valid: nothing to check).
+    64-bit per-request offset is valid: nothing to check). ``tokens`` False leaves the drafted
+    tokens to the caller (the torch backend records :func:`defer_draft_tokens` on the ids it
+    reads, so a default call makes no synchronisation here).
     Row contents are checked by :mod:`specproof.optimized.checks.row_contents` on the values
     verification computes. Shapes, dtypes and devices are the caller's to check first
     (:func:`~specproof.optimized.checks.contract.check_chain_shapes`)."""
     positions, vocab = target.shape[1], target.shape[2]
     n = positions - 1
     lengths_given, requests_given, temperature_given = given
+    if not (tokens or any(given)):
+        return  # nothing of the caller's to check here (the default call)
     checks = DeferredChecks()
     if lengths_given:
         checks.add(
-            (lengths < 0) | (lengths > n),
+            outside(lengths, 0, n),
             lambda bad: f"num_draft_tokens must lie in 0..{n}, got {lengths.tolist()[:8]}",
         )
     if requests_given:
@@ -133,17 +138,34 @@ def check_chain_inputs(
     if temperature_given:
         probabilities_only = not (target_logits or draft_logits)
         defer_temperature(checks, temperature, only=(0.0, 1.0) if probabilities_only else ())
-    verified = torch.arange(n, device=target.device)[None, :] < lengths[:, None]  # [B, n]
+    if tokens:
+        verified = torch.arange(n, device=target.device)[None, :] < lengths[:, None]  # [B, n]
+        bad = verified & refused_tokens(draft_tokens, vocab, placeholder_drafts)
+        defer_draft_tokens(checks, bad, draft_tokens, vocab)
+    checks.raise_if_any()
 
-    def token_message(bad: torch.Tensor) -> str:
+
+def refused_tokens(
+    draft_tokens: torch.Tensor, vocab: int, placeholder_drafts: bool
+) -> torch.Tensor:
+    """Drafted ids outside 0..V-1 (outside -1..V-1 with ``placeholder_drafts``: vLLM's -1 is a
+    rejection there, not a refused input), at every position: the caller masks the positions
+    it verifies."""
+    low = PLACEHOLDER_DRAFT if placeholder_drafts else 0
+    return outside(draft_tokens, low, vocab - 1)
+
+
+def defer_draft_tokens(
+    checks: DeferredChecks, bad: torch.Tensor, draft_tokens: torch.Tensor, vocab: int
+) -> None:
+    """Record ``bad`` ([B, n]: verified positions holding a :func:`refused_tokens` id), worded
+    with the first one's id, request and position."""
+
+    def message(bad: torch.Tensor) -> str:
         b, k = first_index(bad)
         return (
             f"draft token {int(draft_tokens[b, k])} at request {b}, position {k} "
             f"is outside 0..{vocab - 1}"
         )
 
-    outside = (draft_tokens < 0) | (draft_tokens >= vocab)
-    if placeholder_drafts:
-        outside &= draft_tokens != PLACEHOLDER_DRAFT
-    checks.add(verified & outside, token_message)
-    checks.raise_if_any()
+    checks.add(bad, message)

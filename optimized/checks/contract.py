@@ -11,8 +11,8 @@ allowed) with a finite entry per row; probability rows non-negative and summing 
 :func:`sum_tolerance`; every drafted token has positive draft probability. Violations then give
 unspecified tokens (never out-of-bounds memory access for in-range lengths). A draft or tree
 candidate id outside 0..V-1 is refused when validating; without validation every kernel treats
-it as a draft it never reads and never accepts (a rejection at its position). docs/optimized.md's
-"Bad input" section lists every check.
+it as a draft it never reads and never accepts (a rejection at its position).
+docs/reference/optimized.md's "Bad input" section lists every check.
 """
 
 from __future__ import annotations
@@ -35,6 +35,15 @@ class InvalidInputError(ValueError):
 def sum_tolerance(dtype: torch.dtype) -> float:
     """How far a probability row's sum may be from 1: 1e-3 in float32, 1e-2 in 16-bit floats."""
     return 1e-3 if dtype == torch.float32 else 1e-2
+
+
+def outside(values: torch.Tensor, low: float | None, high: float | None) -> torch.Tensor:
+    """Where ``values`` lie outside [low, high] or are NaN: ``~((values >= low) & (values <=
+    high))`` in two operations (None: no bound on that side). The bounds are rounded to the
+    dtype of ``values`` as a comparison rounds them, and NaN stays NaN through the clamp. A
+    comparison with a Python number first wraps it in a tensor, which on small tensors costs
+    about as much as the operation; the clamp takes its bounds as they are."""
+    return torch.clamp(values, low, high) != values
 
 
 def fail(message: str) -> None:

@@ -38,7 +38,7 @@ class DeferredChecks:
         if len(self.flags) == 1:
             every = self.flags[0][0]
         else:
-            every = torch.cat([bad.reshape(-1) for bad, _ in self.flags])
+            every = torch.cat([bad if bad.dim() == 1 else bad.reshape(-1) for bad, _ in self.flags])
         if not bool(every.any()):  # the one host synchronisation
             return
         for bad, describe in self.flags:  # error path: find the first violation

@@ -31,12 +31,14 @@ error.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
-from .contract import sum_tolerance
+from .contract import outside, sum_tolerance
 from .recorded import DeferredChecks, first_index
 
 
@@ -60,16 +62,20 @@ def check_gathered(
     One mask covers every way an entry can be wrong (NaN fails every comparison); which way
     is worked out on the error path, for the first bad entry."""
     if is_logits:
-        checks.add(where & ~(values < float("inf")), lambda bad: logit_entry(name, values, bad))
+        # NaN or +inf: -inf is a logit of probability 0.
+        not_below_inf = outside(values, None, torch.finfo(values.dtype).max)
+        checks.add(where & not_below_inf, lambda bad: logit_entry(name, values, bad))
         if sampled is not None:
-            zero = sampled & (values == float("-inf"))
+            zero = sampled & torch.isneginf(values)
             checks.add(zero, lambda bad: draft_zero_message(first_index(bad)))
         return
     ceiling = 1 + sum_tolerance(dtype)
-    in_range = (values >= 0) & (values <= ceiling)
-    checks.add(where & ~in_range, lambda bad: probability_entry(name, values, bad))
+    checks.add(
+        where & outside(values, 0, ceiling), lambda bad: probability_entry(name, values, bad)
+    )
     if sampled is not None:
-        checks.add(sampled & (values == 0), lambda bad: draft_zero_message(first_index(bad)))
+        zero = sampled & values.logical_not()  # == 0 (-0.0 too), without a scalar operand
+        checks.add(zero, lambda bad: draft_zero_message(first_index(bad)))
 
 
 def logit_entry(name: str, values: torch.Tensor, bad: torch.Tensor) -> str:
@@ -108,10 +114,13 @@ def check_full_rows(
     minima: torch.Tensor,
     dtype: torch.dtype,
     requests: torch.Tensor,
+    *,
+    improper: torch.Tensor | None = None,
 ) -> None:
     """Probability rows read in full, by their float32 sums and minima (``requests`` names
     the request of each row, for the message). One mask: NaN and inf propagate into the sum,
-    which then fails the tolerance test; the wording is chosen on the error path."""
+    which then fails the tolerance test; the wording is chosen on the error path. ``improper``:
+    the mask :func:`improper_rows` gives, where the row copy made it already."""
     tolerance = sum_tolerance(dtype)
 
     def describe(bad: torch.Tensor) -> str:
@@ -129,26 +138,49 @@ def check_full_rows(
             f"{tolerance:g} from 1 (pass logits, or normalise the rows)"
         )
 
-    checks.add(improper_rows(sums, minima, tolerance), describe)
+    if improper is None:
+        improper = improper_rows(sums, minima, tolerance)
+    checks.add(improper, describe)
 
 
 def improper_rows(sums: torch.Tensor, minima: torch.Tensor, tolerance: float) -> torch.Tensor:
-    """Rows that are not probability vectors, from their sums and minima: a negative entry, or
-    a sum more than ``tolerance`` from 1 (a NaN or inf entry makes the sum fail)."""
-    return ~((minima >= 0) & ((sums - 1).abs() <= tolerance))
+    """Rows that are not probability vectors, from their float32 sums and their minima: a
+    negative entry, or a sum more than ``tolerance`` from 1 (a NaN or inf entry makes the sum
+    fail). ``~((minima >= 0) & ((sums - 1).abs() <= tolerance))``, as bounds on the sum
+    (:func:`sum_bounds`), without scalar operands."""
+    low, high = sum_bounds(tolerance)
+    return outside(minima, 0, None) | outside(sums.to(torch.float32), low, high)
+
+
+@functools.cache
+def sum_bounds(tolerance: float) -> tuple[float, float]:
+    """[low, high]: the float32 sums s that pass ``(s - 1).abs() <= tolerance`` in float32 (the
+    tolerance rounded to float32, t). For s in [1/2, 2], s - 1 is exact, so the test is
+    1 - t <= s <= 1 + t over the reals, and no float32 outside [1/2, 2] is within t < 1/2 of
+    1: low and high are the float32 values nearest inside those real bounds."""
+    t = np.float32(tolerance)
+    one = np.float32(1)
+    low, high = one - t, one + t  # float32 arithmetic: rounded to nearest
+    if float(low) < 1 - float(t):  # both exact in float64
+        low = np.nextafter(low, one)
+    if float(high) > 1 + float(t):
+        high = np.nextafter(high, one)
+    return float(low), float(high)
 
 
 def check_softmax_values(
     checks: DeferredChecks,
     name: str,
     probabilities: torch.Tensor,
-    rows: Callable[[int], torch.Tensor],
+    rows: Callable[[tuple[int, ...]], torch.Tensor],
+    where: torch.Tensor | None = None,
 ) -> None:
-    """Probabilities computed from reached logits rows: NaN means the row held a NaN, a +inf,
-    or no finite entry. ``rows(i)`` returns the logits row of entry i (error path only)."""
+    """Probabilities computed from reached logits rows (those ``where`` marks, when given):
+    NaN means the row held a NaN, a +inf, or no finite entry. ``rows(index)`` returns the
+    logits row of the entry at ``index`` (error path only)."""
 
     def describe(bad: torch.Tensor) -> str:
-        row = rows(first_index(bad)[0]).to(torch.float32)
+        row = rows(first_index(bad)).to(torch.float32)
         if torch.isnan(row).any():
             return f"{name} contains NaN"
         if torch.isposinf(row).any():
@@ -157,7 +189,8 @@ def check_softmax_values(
             return f"{name} (logits) has a row with no finite entry"
         return f"{name} (logits) gives NaN probabilities"
 
-    checks.add(torch.isnan(probabilities), describe)
+    nan = torch.isnan(probabilities)
+    checks.add(nan if where is None else where & nan, describe)
 
 
 def check_maxima(checks: DeferredChecks, name: str, maxima: torch.Tensor, is_logits: bool) -> None:
@@ -165,9 +198,9 @@ def check_maxima(checks: DeferredChecks, name: str, maxima: torch.Tensor, is_log
     :func:`check_rows_read`): NaN and inf propagate into them."""
     checks.add(torch.isnan(maxima), lambda bad: f"{name} contains NaN")
     if is_logits:
-        checks.add(maxima == float("inf"), lambda bad: f"{name} (logits) contains +inf")
+        checks.add(torch.isposinf(maxima), lambda bad: f"{name} (logits) contains +inf")
         checks.add(
-            maxima == float("-inf"), lambda bad: f"{name} (logits) has a row with no finite entry"
+            torch.isneginf(maxima), lambda bad: f"{name} (logits) has a row with no finite entry"
         )
     else:
         checks.add(torch.isinf(maxima), lambda bad: f"{name} contains inf")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -29,12 +30,15 @@ from specproof.reference.philox import UNIFORM_BITS
 from specproof.reference.philox import philox4x32 as philox4x32_python
 
 from ..checks.chain_call import ChainCall
+from ..checks.content import defer_draft_tokens, refused_tokens
+from ..checks.contract import sum_tolerance
 from ..checks.recorded import DeferredChecks
 from ..checks.row_contents import (
     check_full_rows,
     check_gathered,
     check_maxima,
     check_softmax_values,
+    sum_bounds,
 )
 from ..checks.streams import Streams
 from ..philox import (
@@ -55,6 +59,16 @@ rather than position by position: reading rows past a rejection costs less there
 calls."""
 
 
+class FullRows(NamedTuple):
+    """Statistics of probability rows read in full, for their checks: float32 sums and minima,
+    the request of each row, and the copy's verdict where it gave one."""
+
+    sums: torch.Tensor
+    minima: torch.Tensor
+    requests: torch.Tensor
+    improper: torch.Tensor | None = None
+
+
 class Rows:
     """One side (target or draft) of the verification: reads its rows as probabilities."""
 
@@ -68,7 +82,7 @@ class Rows:
     ) -> None:
         self.name, self.values, self.is_logits = name, values, is_logits
         self.temperature, self.checks = temperature, checks
-        self.full_rows: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        self.full_rows: list[FullRows] = []
         self.copy_checked = False
         self.softmaxed: torch.Tensor | None = None
 
@@ -105,30 +119,34 @@ class Rows:
             rows = gather_rows(self.values, batch_index, position, into)
             scale = None if self.temperature is None else self.temperature[batch_index]
             return softmax_rows_(rows, scale)
-        # The copy gives each row's sum and minimum where it can: then no pass of their own.
-        rows, sums, minima = gather_rows_with_stats(self.values, batch_index, position, into)
-        self.copy_checked = sums is not None and minima is not None
+        # The copy gives each row's sum, minimum and verdict where it can: then no pass (nor
+        # tensor operation) of their own.
+        bounds = None if self.checks is None else sum_bounds(sum_tolerance(self.values.dtype))
+        rows, stats = gather_rows_with_stats(self.values, batch_index, position, into, bounds)
+        self.copy_checked = stats is not None
         if self.checks is None:
             return rows
-        if sums is not None and minima is not None:  # checked together in finish()
-            self.full_rows.append((sums, minima, requests))
+        if stats is not None:  # recorded in finish()
+            self.full_rows.append(FullRows(stats.sums, stats.minima, requests, stats.improper))
         elif not known_sums:
-            self.full_rows.append((rows.sum(dim=-1), rows.amin(dim=-1), requests))
+            self.full_rows.append(FullRows(rows.sum(dim=-1), rows.amin(dim=-1), requests))
         return rows
 
     def record_sums(self, rows: torch.Tensor, sums: torch.Tensor, requests: torch.Tensor) -> None:
         """Sums of the rows just read with ``known_sums``, from a pass the caller made; used
         only where the copy gave none."""
         if self.checks is not None and not self.is_logits and not self.copy_checked:
-            self.full_rows.append((sums, rows.amin(dim=-1), requests))
+            self.full_rows.append(FullRows(sums, rows.amin(dim=-1), requests))
 
     def finish(self) -> None:
         """Record the checks of every probability row read in full."""
-        if self.checks is not None and self.full_rows:
-            sums, minima, requests = (
-                torch.cat(parts) for parts in zip(*self.full_rows, strict=True)
-            )
-            check_full_rows(self.checks, self.name, sums, minima, self.values.dtype, requests)
+        if self.checks is not None:
+            # One mask per chunk read, in the order read: the first bad row is worded first.
+            for rows in self.full_rows:
+                check_full_rows(
+                    self.checks, self.name, rows.sums, rows.minima, self.values.dtype,
+                    rows.requests, improper=rows.improper,
+                )  # fmt: skip
             self.full_rows = []
 
     def at_drafted(
@@ -144,12 +162,12 @@ class Rows:
     def check_softmax_reached(self, values: torch.Tensor, reached: torch.Tensor) -> None:
         """:meth:`check_softmax` of the [B, n] entries ``values`` where ``reached``."""
         if self.checks is not None and self.is_logits:
-            batch_index, position = reached.nonzero(as_tuple=True)
             check_softmax_values(
                 self.checks,
                 self.name,
-                values[batch_index, position],
-                lambda i: self.values[int(batch_index[i]), int(position[i])],
+                values,
+                lambda index: self.values[index[0], index[1]],
+                where=reached,
             )
 
     def check_softmax(self, p_x: torch.Tensor, batch_index: torch.Tensor, position: int) -> None:
@@ -158,7 +176,7 @@ class Rows:
                 self.checks,
                 self.name,
                 p_x,
-                lambda i: self.values[int(batch_index[i]), position],
+                lambda index: self.values[int(batch_index[index[0]]), position],
             )
 
 
@@ -304,10 +322,10 @@ def row_chunks(rows: torch.Tensor, vocab: int) -> list[torch.Tensor]:
 
 
 def row_of(
-    values: torch.Tensor, batch_index: torch.Tensor, position: torch.Tensor, i: int
+    values: torch.Tensor, batch_index: torch.Tensor, position: torch.Tensor, index: tuple[int, ...]
 ) -> torch.Tensor:
-    """The input row of entry i (for error messages)."""
-    return values[int(batch_index[i]), int(position[i])]
+    """The input row of entry ``index[0]`` (for error messages)."""
+    return values[int(batch_index[index[0]]), int(position[index[0]])]
 
 
 def select_rows(rows: torch.Tensor, index: torch.Tensor, into: str) -> torch.Tensor:
@@ -339,6 +357,12 @@ def chain_verify_torch(
     # A draft outside the vocabulary (vLLM's -1 placeholder) is read at token 0 and rejected.
     inside = (tokens >= 0) & (tokens < target.shape[-1])
     read = verified & inside
+    if checks is not None:  # the first check recorded: it is the first worded
+        vocab = target.shape[-1]
+        # Unverified positions hold 0 here, so both masks leave them out.
+        placeholders = call.placeholder_drafts
+        refused = refused_tokens(tokens, vocab, True) if placeholders else ~inside
+        defer_draft_tokens(checks, refused, draft_tokens, vocab)
     safe_tokens = torch.where(inside, tokens, 0)
     greedy = temperature == 0
     sampled = ~greedy

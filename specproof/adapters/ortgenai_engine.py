@@ -1,11 +1,11 @@
 """ONNX Runtime GenAI as an audited engine (run in the ``audit-ortgenai`` venv, CPU).
 
-The tiny target and draft of :mod:`.real_models` are exported in float32 by the model builder
-in the wheel (``python -m onnxruntime_genai.models.builder -p fp32 -e cpu``, offline from the
-saved HF folders). Draft-model speculation reads a composite ``genai_config.json`` beside both
-exports: the target's config with a ``model.draft`` decoder block (the draft's own) added; the
-engine refuses paths with ``..``, so the exports sit in ``target/`` and ``draft/`` under it.
-The audit hands the engine token ids and never tokenizes text.
+The tiny target and draft of :mod:`specproof.subjects.real_models` are exported in float32 by the
+model builder in the wheel (``python -m onnxruntime_genai.models.builder -p fp32 -e cpu``, offline
+from the saved HF folders). Draft-model speculation reads a composite ``genai_config.json`` beside
+both exports: the target's config with a ``model.draft`` decoder block (the draft's own) added; the
+engine refuses paths with ``..``, so the exports sit in ``target/`` and ``draft/`` under it. The
+audit hands the engine token ids and never tokenizes text.
 
 One call is one ``Generator`` (the engine's speculation runs at batch size 1): search options
 ``do_sample``, ``temperature``, ``top_k``, ``top_p``, ``random_seed``, ``max_length``;

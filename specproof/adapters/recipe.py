@@ -3,7 +3,7 @@ target's law from HF transformers on the same weights.
 
 ``generate_batch(prompts, num_new_tokens, seeds) -> list of token lists`` is the only piece an
 engine supplies (one request per prompt, request i seeded with ``seeds[i]``, EOS ending a list);
-docs/engine_audit.md's "Engines on a GPU box" shows it for vLLM and SGLang.
+docs/guide/auditing_an_engine.md's "Engines on a GPU box" shows it for vLLM and SGLang.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The engines the audit knows, as records found by name (``specproof audit-engine NAME``,
-``specproof engines``, ``python -m specproof.tables.real_audit NAME``).
+``specproof engines``, ``python -m specproof.runners.real_audit NAME``).
 
 An engine is one adapter module and one :func:`register` line. The module offers, each taking
 the :class:`~specproof.models.AuditModel` it audits and the record's ``options``:

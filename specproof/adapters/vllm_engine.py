@@ -57,8 +57,8 @@ HF's argmax continuations of 50 random prompts: 153, 55, 17; the audit's run: 16
 
 @dataclass(frozen=True)
 class Speculation:
-    """What vLLM drafts with: nothing, n-gram lookup, a draft model (``target``: the target
-    itself as its own draft), or an EAGLE / EAGLE-3 head of :mod:`.real_eagle`, proposing
+    """What vLLM drafts with: nothing, n-gram lookup, a draft model (``target``: the target itself
+    as its own draft), or an EAGLE / EAGLE-3 head of :mod:`specproof.subjects.real_eagle`, proposing
     ``k`` tokens."""
 
     method: str  # "none", "ngram", "draft", "target", "eagle", "eagle3"

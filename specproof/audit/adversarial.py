@@ -1,5 +1,5 @@
 """Fixed adversarial cases for the verifier battery, found by
-``python -m specproof.subjects.mutants.search`` (random search over V = 3, gamma = 2 tables on a
+``python -m specproof.runners.adversarial_search`` (random search over V = 3, gamma = 2 tables on a
 grid of eighths, maximising one mutant class's exact round TV, from the reference rules). The
 rows are integer weights (normalised when the problem is built); the TV in each comment is the
 exact round TV of that class on the case as searched."""

@@ -201,7 +201,7 @@ def bf16_tv(temperature: float, seed: int = 0) -> list[float]:
 
 
 def cells_and_n(rates: ErrorRates) -> int:
-    """The largest n a fidelity row draws at ``rates`` (for docs/audit.md)."""
+    """The largest n a fidelity row draws at ``rates`` (for docs/guide/auditing_a_verifier.md)."""
     most = 0
     for temperature in TEMPERATURES:
         for row in llm_rows():

@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from specproof.command_rules import INCONCLUSIVE, PASSED, ROW_FAILED, write_report
+from specproof.exit_status import INCONCLUSIVE, PASSED, ROW_FAILED, write_report
 
 from .guard import abandoned_calls
 

@@ -19,13 +19,14 @@ its modules does.
 - ``training/`` (loops, ship, sweep): the training loops, the staged path of the shipped models
   (command), the depth sweep (command).
 - ``report/`` (table, agreement, speed, document, headline_and_clocks): the e2e sections of
-  BENCHMARKS.md, rendered from JSON results.
+  ``benchmarks/``, rendered from JSON results.
 - ``experiments/`` (tau, drafter_tau, held_out, draft_time, depth_draft_time, ceiling, headline,
   scheduler_clocks, walk_cost, sts_claims): the experiment commands.
 - ``run``: train or load, measure, write the tables (``nox -s e2e``).
 
-Commands: ``python -m specproof.e2e.run``, ``python -m specproof.e2e.training.ship``,
-``python -m specproof.e2e.training.sweep``, ``python -m specproof.e2e.experiments.NAME`` for each
-NAME of ``experiments/``, ``python -m specproof.e2e.report``,
-``python -m specproof.e2e.report.headline_and_clocks``.
+Commands: ``python -m specproof.runners.e2e.run``, ``python -m specproof.runners.e2e.train_target``,
+``python -m specproof.runners.e2e.sweep``, ``python -m specproof.runners.e2e.experiments.NAME``
+for each
+NAME of ``experiments/``, ``python -m specproof.runners.e2e.report``,
+``python -m specproof.runners.e2e.report.headline_and_clocks``.
 """

@@ -147,14 +147,14 @@ SHIPPED = replace(
     scheduler_batches=(4, 8, 16),
 )
 """The shipped models (``nox -s train-target`` trains them at these fixed step counts) and the
-measurement sizes ``python -m specproof.e2e.run`` uses on them."""
+measurement sizes ``python -m specproof.runners.e2e.run`` uses on them."""
 
 
 @dataclass(frozen=True)
 class SubwordPlan:
     """The sub-word configuration: a target on :mod:`specproof.e2e.data.subword`'s vocabulary
     and the three drafters trained on it for the learning curves
-    (:mod:`specproof.e2e.experiments.learning_curves`). ``dflash`` is ``dspark`` without the
+    (:mod:`specproof.runners.e2e.experiments.learning_curves`). ``dflash`` is ``dspark`` without the
     Markov and confidence heads (the same backbone); both build the block input as the release
     does, from the target's mask-token embedding."""
 

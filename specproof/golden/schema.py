@@ -3,7 +3,7 @@ constrained: exact fractions are non-negative with a positive denominator (non-f
 only in raw input rows), masses and probabilities lie in [0, 1], uniforms in [0, 1), the filter
 order is one of the reference's, and there is at least one case. What a schema cannot say (a
 row sums to 1, a float is its fraction, a uniform list holds one entry per draft) the C
-consumer checks (``golden/c/check_golden.c``)."""
+consumer checks (``examples/engine_ci/golden_c/check_golden.c``)."""
 
 from __future__ import annotations
 

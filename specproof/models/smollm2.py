@@ -16,12 +16,11 @@ rejection path. The noised copy is the
 model's ``draft``; the 4-layer copy is written too (``truncated-4``) for engines that need a
 cheaper drafter. The target drafting for itself and prompt lookup need no folder.
 
-    python -m specproof.models.smollm2 [--cache DIR] [--acceptance]   # fetch, convert, print
+    python -m specproof.runners.smollm2 [--cache DIR] [--acceptance]   # fetch, convert, print
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import shutil
@@ -234,22 +233,3 @@ def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> Au
             f"prompt: the chat template around {QUESTION!r}",
         ),
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cache", type=Path, help="cache folder (default $SPECPROOF_CACHE or "
-                        "~/.cache/specproof)")  # fmt: skip
-    parser.add_argument("--acceptance", action="store_true", help="also print each candidate "
-                        "drafter's expected acceptance per position (about a minute)")  # fmt: skip
-    args = parser.parse_args(argv)
-    model = smollm2(args.cache, say=lambda text: print(text, file=sys.stderr, flush=True))
-    print(model.to_json())
-    if args.acceptance:
-        for name, values in acceptance(model).items():
-            print(f"{name:>10}: {' '.join(f'{v:.3f}' for v in values)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -25,7 +25,7 @@ from specproof.audit.run import subject_rows
 from specproof.audit.settings import DEFAULT_MAX_BATCH, DEFAULT_TIMEOUT
 from specproof.audit.signatures import Signature
 from specproof.callables import load_callable
-from specproof.command_rules import INCONCLUSIVE, PASSED, ROW_FAILED
+from specproof.exit_status import INCONCLUSIVE, PASSED, ROW_FAILED
 from specproof.testing.levels import level_named
 from specproof.testing.lossless import (
     BROKEN_CHECKS,

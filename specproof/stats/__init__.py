@@ -3,7 +3,12 @@
 :func:`goodness_of_fit` rejects a sampler whose law equals the exact one with probability at
 most alpha, for every sample size (no asymptotics); :func:`required_samples` is the n that
 detects any law at total-variation distance >= delta with probability >= 1 - beta. Derivations
-are in :mod:`specproof.stats.bounds`.
+are in :mod:`specproof.stats.bounds`; :mod:`specproof.stats.gof` is the test itself,
+:mod:`specproof.stats.calibrate` measures its error rates, :mod:`specproof.stats.partition` tests a
+few hash bins when the outcome space is too large, and :mod:`specproof.stats.lengths` gives the
+exact law of the accepted length. :mod:`specproof.stats.acceptance` tests a count of accepted
+drafts two-sided against the exact acceptance probabilities (a martingale test, valid when each
+probability depends on earlier acceptances), with its power.
 
 Paired speed comparisons: :mod:`specproof.stats.sign_test` is the exact one-sided sign test over
 per-chunk ratios, with its power; :mod:`specproof.stats.sizing` gives the number of chunks it

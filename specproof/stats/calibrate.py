@@ -6,7 +6,7 @@ sampler at a known TV, giving the observed power beside 1 - beta. It uses alpha 
 (not the suite's 1e-6) so that rates are measurable with a few thousand runs; the bounds are
 conservative, so the observed false-fail rate sits below alpha. The samplers measured by
 ``nox -s calibration`` (the reference decoder and the audit's example verifier among them) are
-run by :mod:`specproof.tables.calibrate`, which sits above both packages.
+run by :mod:`specproof.runners.calibrate`, which sits above both packages.
 """
 
 from __future__ import annotations

@@ -8,5 +8,7 @@
 - ``tiny``, ``real_models``, ``real_eagle``: tiny models built from config (nothing downloaded)
   for HF transformers and for the real engines.
 - ``block_examples``, ``sequence_examples``, ``e2e_decoders``: engines for ``audit-engine``
-  (DSpark-style rounds on tables, long runs to EOS, specproof's own end-to-end decoders).
+  (DSpark-style rounds on tables, long runs to EOS, specproof's own end-to-end decoders);
+  ``acceptance_engines``: chain engines with a known draft law and a correct, an
+  over-accepting and an under-accepting verifier, for the acceptance row.
 """

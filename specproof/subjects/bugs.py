@@ -4,17 +4,16 @@ bugs for mutation testing, ``nox -s mutants``), as one record type, :class:`Bug`
 the engine one is one flag of the one flagged verifier (:mod:`specproof.subjects.flagged`), a small
 model of its mechanism (not the engine's code), with the case and row of the audit that catch it.
 
-``python -m specproof.subjects.bugs --markdown`` prints docs/audit.md's table of public classes.
-Each public model is importable (``specproof.subjects.bugs:MODEL``) and killed by the default
-command ``specproof audit specproof.subjects.bugs:MODEL --signature SIGNATURE`` (drafters:
-``specproof audit specproof.subjects.examples:rejection_sample --signature vllm --drafter
-specproof.subjects.bugs:MODEL``); ``tests/audit/test_bug_classes.py`` runs the catching
-case of each bug at the command's defaults, and the flag-free verifier on the same cases.
+``python -m specproof.runners.bug_table --markdown`` prints docs/guide/auditing_a_verifier.md's
+table of public classes. Each public model is importable (``specproof.subjects.bugs:MODEL``) and
+killed by the default command ``specproof audit specproof.subjects.bugs:MODEL --signature
+SIGNATURE`` (drafters: ``specproof audit specproof.subjects.examples:rejection_sample --signature
+vllm --drafter specproof.subjects.bugs:MODEL``); ``tests/subjects/test_bug_classes.py`` runs the
+catching case of each bug at the command's defaults, and the flag-free verifier on the same cases.
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -679,7 +678,7 @@ def _sequence_rows(engine: Callable[..., Any], seed: int) -> list[Any]:
     return list(rows)
 
 
-def _public(known: Bug) -> PublicClass:
+def public_class(known: Bug) -> PublicClass:
     if known.public is None:
         raise ValueError(f"{known.name} is no public bug class")
     return known.public
@@ -687,7 +686,7 @@ def _public(known: Bug) -> PublicClass:
 
 def command(known: Bug) -> str:
     """The default command that kills the public class's model."""
-    path = f"specproof.subjects.bugs:{_public(known).model}"
+    path = f"specproof.subjects.bugs:{public_class(known).model}"
     if known.subject == "engine":
         return f"specproof audit-engine --engine {path} --sequence 64"
     if known.subject == "drafter":
@@ -719,9 +718,9 @@ def markdown() -> str:
         "|---|---|---|---|---|---|",
     ]
     for known in CLASSES:
-        public, caught = _public(known), known.caught
+        public, caught = public_class(known), known.caught
         assert caught is not None
-        test = f"`tests/audit/test_bug_classes.py::test_bug_class_is_caught[{public.model}]`"
+        test = f"`tests/subjects/test_bug_classes.py::test_bug_class_is_caught[{public.model}]`"
         record = known.seen or "(class only; no public number confirmed)"
         lines.append(
             f"| {public.title} | {record} | {public.trigger} | `{caught.case}/{caught.check}` | "
@@ -729,19 +728,3 @@ def markdown() -> str:
             f"| {test} |"
         )
     return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--markdown", action="store_true", help="print docs/audit.md's table")
-    args = parser.parse_args(argv)
-    if args.markdown:
-        print(markdown())
-    else:
-        for known in CLASSES:
-            print(f"{_public(known).title}: {command(known)}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

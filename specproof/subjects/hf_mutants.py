@@ -3,7 +3,8 @@
 Each returns (target, assistant, generate kwargs) like :mod:`.tiny`, with the bug patched into
 the target instance (its candidate generator factory or its ``generate``), never into
 transformers itself: the rest of the process keeps the correct engine. Every one is lossy by
-construction; ``specproof audit-engine --hf`` must fail each by default.
+construction; ``specproof audit-engine --hf`` must fail each by default. The planted verifiers
+of :data:`ACCEPTANCE_MUTANTS` accept too often or too rarely, for the acceptance row.
 """
 
 from __future__ import annotations
@@ -116,6 +117,76 @@ def correction_from_p() -> HFSetup:
     return target, assistant, kwargs
 
 
+def _swap_verifier(target: Any, verifier: Callable[..., Any]) -> None:
+    """Run the target's ``generate`` with transformers' ``_speculative_sampling`` replaced."""
+
+    @contextmanager
+    def swapped() -> Iterator[None]:
+        from transformers.generation import utils
+
+        original = utils._speculative_sampling
+        setattr(utils, "_speculative_sampling", verifier)  # noqa: B010
+        try:
+            yield
+        finally:
+            utils._speculative_sampling = original
+
+    _patch_generate(target, swapped)
+
+
+def _accept_every_draft(
+    candidate_input_ids: torch.Tensor,
+    candidate_logits: torch.Tensor,
+    candidate_length: int,
+    new_logits: torch.Tensor,
+    **_: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every draft accepted, then a bonus token from p."""
+    drafts = candidate_input_ids[:, -candidate_length:]
+    bonus = torch.multinomial(new_logits[:, candidate_length].softmax(dim=-1), num_samples=1)
+    return torch.cat((drafts, bonus), dim=-1), torch.tensor(candidate_length)
+
+
+def accept_every_draft() -> HFSetup:
+    """A verifier that accepts every draft: lossy, and too many accepted drafts (no correct
+    verifier accepts more often than sum min(p, q))."""
+    target, assistant, kwargs = assisted(do_sample=True)
+    _swap_verifier(target, _accept_every_draft)
+    return target, assistant, kwargs
+
+
+SKIP = 0.5
+"""The chance a round of :func:`skip_half_the_rounds` ignores its drafts."""
+
+
+def _skip_half_the_rounds(
+    own: Callable[..., tuple[torch.Tensor, torch.Tensor]],
+    candidate_input_ids: torch.Tensor,
+    candidate_logits: torch.Tensor,
+    candidate_length: int,
+    new_logits: torch.Tensor,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """With probability SKIP the round rejects its first draft unseen and draws the token from
+    p; otherwise transformers' own verification ``own``."""
+    if float(torch.rand(())) < SKIP:
+        token = torch.multinomial(new_logits[:, 0].softmax(dim=-1), num_samples=1)
+        return token, torch.tensor(0)
+    return own(candidate_input_ids, candidate_logits, candidate_length, new_logits, **kwargs)
+
+
+def skip_half_the_rounds() -> HFSetup:
+    """Half the rounds ignore their drafts: lossless (each round's token is drawn from the
+    target's law either way) but half the accepted drafts, a slowdown only the acceptance row
+    sees."""
+    from transformers.generation import utils
+
+    target, assistant, kwargs = assisted(do_sample=True)
+    own = utils._speculative_sampling
+    _swap_verifier(target, functools.partial(_skip_half_the_rounds, own))
+    return target, assistant, kwargs
+
+
 def target_cache_not_rolled_back() -> HFSetup:
     """The target's KV cache keeps the rejected drafts' entries (its crop after verification
     is skipped), so later passes attend to tokens that were never emitted: the class of the
@@ -186,3 +257,9 @@ MUTANTS: dict[str, Callable[[], HFSetup]] = {
     "processors-on-assistant-only": processors_on_assistant_only,
     "greedy-cache-not-rolled-back": greedy_cache_not_rolled_back,
 }
+ACCEPTANCE_MUTANTS: dict[str, Callable[[], HFSetup]] = {
+    "accept-every-draft": accept_every_draft,
+    "skip-half-the-rounds (lossless, slower)": skip_half_the_rounds,
+}
+"""Verifiers planted for the acceptance row: one accepting too often, one too rarely (the
+second is lossless, so only that row fails it)."""

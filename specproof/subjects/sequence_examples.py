@@ -141,9 +141,9 @@ def drift_mutant() -> Engine:
 
 
 def stop_law(eos_mass: float, tokens: int) -> list[float]:
-    """The exact law of the stopping-time cells (:func:`.sequence.stop_cell`) when every
-    position puts ``eos_mass`` on EOS: the target's, or the drift mutant's at
-    (1 - DRIFT) EOS_MASS + DRIFT (its output follows the drifted law exactly)."""
+    """The exact law of the stopping-time cells (:func:`specproof.audit.engine.sequence.stop_cell`)
+    when every position puts ``eos_mass`` on EOS: the target's, or the drift mutant's at (1 - DRIFT)
+    EOS_MASS + DRIFT (its output follows the drifted law exactly)."""
     from specproof.audit.engine.sequence import STOP_BINS
 
     law = [0.0] * (STOP_BINS + 1)

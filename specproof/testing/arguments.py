@@ -14,8 +14,8 @@ from specproof.audit.cases import applies
 from specproof.audit.filters import FilterProblem, reaches
 from specproof.audit.problems import TableProblem
 from specproof.audit.signatures import Signature, signature_named
-from specproof.command_rules import MAX_SECONDS, seed_problem
 from specproof.reference.filters import FILTER_ORDERS, FilterOrder
+from specproof.value_limits import MAX_SECONDS, seed_problem
 
 
 def checked_seed(seed: object) -> int:

@@ -61,9 +61,17 @@ class Checks:
         options.setdefault("level", self.level)
         return assert_engine_lossless(generate, target_probs, prompt, **options)
 
+    def assert_acceptance(self, accepted: int, **options: Any) -> Any:
+        """:func:`specproof.testing.acceptance.assert_acceptance` (its alpha, not the level's
+        power: the gate states its own power against a shift of the acceptance rate)."""
+        from .acceptance import assert_acceptance
+
+        return assert_acceptance(accepted, **options)
+
 
 @pytest.fixture
 def specproof(request: pytest.FixtureRequest) -> Checks:
     """``specproof.assert_lossless(verifier, signature=...)`` and
-    ``specproof.assert_engine_lossless(generate, target_probs, prompt)`` at the session's level."""
+    ``specproof.assert_engine_lossless(generate, target_probs, prompt)`` at the session's level,
+    and ``specproof.assert_acceptance(accepted, ...)``."""
     return Checks(configured_level(request.config))

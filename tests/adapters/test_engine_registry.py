@@ -169,8 +169,8 @@ def test_a_new_engine_is_a_module_and_a_registry_line(
     """A module written inside the test and one ``register`` line: ``specproof engines`` lists
     it and ``specproof audit-engine toy --model tiny`` audits it in a child process and writes
     its rows, with the model column, into the results table."""
-    from specproof.cli import main
-    from specproof.tables.real_table import load
+    from specproof.commands.cli import main
+    from specproof.runners.real_table import load
 
     (tmp_path / "toy_engine_module.py").write_text(TOY_ENGINE)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -199,7 +199,7 @@ def test_a_new_engine_is_a_module_and_a_registry_line(
 def test_engines_lists_every_record_and_what_is_installed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from specproof.cli import main
+    from specproof.commands.cli import main
 
     assert main(["engines", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
@@ -223,7 +223,7 @@ def test_audit_engine_refuses_what_it_cannot_run_in_one_line(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Checked before any model is built or fetched; vLLM is not in the default venv."""
-    from specproof.cli import main
+    from specproof.commands.cli import main
 
     assert main(["audit-engine", *argv]) == 2
     error = capsys.readouterr().err

@@ -15,7 +15,7 @@ import pytest
 import torch
 from specproof.reference.filters import filtered
 
-from specproof.audit import audit_verifier, main
+from specproof.audit import audit_verifier
 from specproof.audit.filters import (
     MIN_P_REQUEST,
     ORDER_REQUEST,
@@ -27,6 +27,7 @@ from specproof.audit.filters import (
 from specproof.audit.report import AuditReport
 from specproof.audit.requests import apply_request, vllm_metadata
 from specproof.audit.signatures import Signature
+from specproof.commands.audit import main
 from specproof.subjects import examples
 from specproof.subjects.bugs import min_p_skipped
 

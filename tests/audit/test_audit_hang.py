@@ -50,7 +50,7 @@ def test_a_verifier_hanging_inside_a_call_fails_its_case_at_timeout(tmp_path: Pa
     argv = ["hanging:verifier", "--signature", "flashinfer", "--quick", "--no-hunt"]
     argv += ["--large-vocab", "8", "--long-vocab", "8", "--timeout", "3", "--json", str(out)]
     result = subprocess.run(
-        [sys.executable, "-m", "specproof.cli", "audit", *argv],
+        [sys.executable, "-m", "specproof.commands.cli", "audit", *argv],
         cwd=tmp_path,
         env=env,
         capture_output=True,

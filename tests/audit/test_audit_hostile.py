@@ -1,7 +1,7 @@
 """``specproof audit`` against verifiers that misbehave: every count is a count of rows
 returned, a verifier that raises or returns None in the repeated-call rows is a FAIL row (the
 table still printed), float ids are not read as ints, exact-law work is bounded before it
-starts, and the exit status follows the rule of :mod:`specproof.command_rules`."""
+starts, and the exit status follows the rule of :mod:`specproof.commands.command_rules`."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import torch
 
-from specproof.audit import main
 from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.calls import audit_calls
 from specproof.audit.cases import calls_problem, verifier_problems
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.run import audit_verifier
 from specproof.audit.settings import ErrorRates, HuntSettings
+from specproof.commands.audit import main
 from specproof.subjects import examples
 
 USAGE_ERROR, ROW_FAILED, INTERNAL_ERROR = 2, 1, 3
@@ -170,7 +170,7 @@ def test_a_verifier_raising_in_the_calls_rows_exits_1_with_the_table(
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     small = [p for p in verifier_problems() if p.name == "small-vocab"]
-    monkeypatch.setattr("specproof.audit.cli.verifier_problems", lambda *a: small)
+    monkeypatch.setattr("specproof.commands.audit.verifier_problems", lambda *a: small)
     out = tmp_path / "report.json"
     argv = ["hostile_calls_subject:verify", "--signature", "flashinfer", "--quiet", "--no-hunt"]
     code = main([*argv, "--delta", "0.5", "--json", str(out)])
@@ -188,7 +188,7 @@ def test_the_tools_own_failure_exits_3(
     def broken(*args: object, **kwargs: object) -> None:
         raise ZeroDivisionError("a bug in the battery")
 
-    monkeypatch.setattr("specproof.audit.cli.audit", broken)
+    monkeypatch.setattr("specproof.commands.audit.audit", broken)
     code = main([VERIFIER, "--signature", "flashinfer", "--quiet", "--no-hunt"])
     assert code == INTERNAL_ERROR
     assert "internal error" in capsys.readouterr().err

@@ -12,9 +12,9 @@ import pytest
 
 from specproof.audit import audit_verifier
 from specproof.audit.cases import verifier_problems
+from specproof.runners.mutant_table import mutant_laws
 from specproof.subjects import bugs
 from specproof.subjects.mutants import make_verifier
-from specproof.tables.mutant_table import mutant_laws
 
 SMALL = [p for p in verifier_problems(0, 64) if p.vocab <= 16 and not p.positions]
 

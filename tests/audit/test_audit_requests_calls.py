@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from specproof.audit import audit_verifier, main
+from specproof.audit import audit_verifier
 from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.calls import audit_calls, collision_probability, rows_needed
 from specproof.audit.cases import calls_problem, verifier_problems
@@ -24,6 +24,7 @@ from specproof.audit.requests import (
     request_kinds,
 )
 from specproof.audit.settings import ErrorRates, HuntSettings
+from specproof.commands.audit import main
 from specproof.subjects import examples
 
 PROBLEMS = {p.name: p for p in verifier_problems(0, 64)}

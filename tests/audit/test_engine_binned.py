@@ -185,7 +185,7 @@ def test_a_budget_of_one_cell_is_refused() -> None:
 def test_the_command_passes_its_cell_budget_and_names_it_when_refused(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from specproof.audit.engine import cli
+    from specproof.commands import audit_engine as cli
 
     engine = ["--engine", "specproof.subjects.sequence_examples:long_engine", "--quiet"]
     seen: list[int] = []

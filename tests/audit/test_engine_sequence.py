@@ -18,7 +18,6 @@ import pytest
 import torch
 
 from specproof.audit.engine import audit_engine
-from specproof.audit.engine.cli import main
 from specproof.audit.engine.sequence import (
     STOP_BINS,
     runs_needed,
@@ -27,6 +26,7 @@ from specproof.audit.engine.sequence import (
     timed_sequence_rows,
 )
 from specproof.audit.settings import ErrorRates
+from specproof.commands.audit_engine import main
 from specproof.stats import goodness_of_fit
 from specproof.subjects.sequence_examples import (
     EOS,
@@ -159,6 +159,6 @@ def test_the_correct_engine_passes_at_the_default_settings() -> None:
 @pytest.mark.parametrize("stem", ["engine_sequence", "engine_sequence_hf"])
 def test_the_engine_audit_page_quotes_the_committed_table(stem: str) -> None:
     table = (ROOT / "benchmarks" / f"{stem}.md").read_text()
-    assert table in (ROOT / "docs" / "engine_audit.md").read_text()
+    assert table in (ROOT / "docs" / "results" / "engine_audit.md").read_text()
     rows = json.loads((ROOT / "benchmarks" / f"{stem}.json").read_text())
     assert [r["verdict"] for r in rows] == [r["expected"] for r in rows]

@@ -4,8 +4,9 @@ the audit builds on) never imports the audit, not even inside a function."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from import_graph import imported_names, module_name
 
 import specproof.audit
 
@@ -32,7 +33,7 @@ ORDER = [
     "drafters",
     "run",
     "hunt",
-    "cli",
+    "by_path",
 ]
 ELSEWHERE = {"engine"}
 """Subpackages with their own reading order (not yet checked here)."""
@@ -46,21 +47,7 @@ def _files(name: str) -> list[Path]:
 
 def _imports(path: Path) -> set[str]:
     """Absolute names of every module ``path`` imports, at any depth of the file."""
-    package = "specproof." + ".".join(path.relative_to(ROOT).parent.parts)
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rstrip(".").split(".")
-            if node.level:
-                base = base[: len(base) - node.level + 1]
-                module = ".".join([*base, node.module] if node.module else base)
-            else:
-                module = node.module or ""
-            out.add(module)
-            out.update(f"{module}.{alias.name}" for alias in node.names)
-    return out
+    return imported_names(module_name(ROOT.parent, path), path)
 
 
 def test_stats_never_imports_the_audit() -> None:

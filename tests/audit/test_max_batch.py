@@ -12,11 +12,11 @@ import torch
 from specproof.audit import audit_verifier
 from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import verifier_problems
-from specproof.audit.cli import main
 from specproof.audit.errors import out_of_memory
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.report import LIMIT
 from specproof.audit.settings import CallLimits, HuntSettings
+from specproof.commands.audit import main
 from specproof.subjects import examples
 
 LIMIT_REQUESTS = 1024

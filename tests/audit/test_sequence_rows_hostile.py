@@ -18,11 +18,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specproof.audit.engine import audit_engine
-from specproof.audit.engine.cli import main
 from specproof.audit.engine.sequence import timed_sequence_rows
 from specproof.audit.engine.subject import Engine
 from specproof.audit.guard import settle
 from specproof.audit.settings import ErrorRates
+from specproof.commands.audit_engine import main
 from specproof.subjects.sequence_examples import EOS, PROMPT, TARGET, VOCAB, target_probs
 
 TOKENS = 16

@@ -10,10 +10,10 @@ import pytest
 
 from specproof.audit import calls, hunt, run
 from specproof.audit.audit_settings import AuditSettings
-from specproof.audit.cli import main
 from specproof.audit.report import AuditReport, exact_row
 from specproof.audit.settings import DEFAULT_RATES, CallLimits, ErrorRates, HuntSettings, settled
 from specproof.audit.signatures import signature_named
+from specproof.commands.audit import main
 
 
 @pytest.mark.parametrize(
@@ -177,7 +177,7 @@ def test_the_engine_command_makes_the_rates_once_for_every_row(
     the correct long engine are sampled for the layout row)."""
     from specproof.audit.engine import audit as engine_audit
     from specproof.audit.engine import sequence
-    from specproof.audit.engine.cli import main as engine_main
+    from specproof.commands.audit_engine import main as engine_main
 
     seen: list[tuple[str, ErrorRates]] = []
 

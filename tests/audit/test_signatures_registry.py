@@ -17,7 +17,6 @@ import torch
 from specproof.audit import audit_verifier
 from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import verifier_problems
-from specproof.audit.cli import parser
 from specproof.audit.drafting import Drafts
 from specproof.audit.hunt import hunt_case, hunt_cases
 from specproof.audit.problems import TableProblem
@@ -33,6 +32,7 @@ from specproof.audit.signatures import (
     signature_names,
     unregister,
 )
+from specproof.commands.audit import parser
 from specproof.subjects import examples
 
 ROOT = Path(__file__).resolve().parents[2]

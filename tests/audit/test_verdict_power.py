@@ -21,13 +21,13 @@ import torch
 from specproof.audit import audit_verifier
 from specproof.audit.audit_settings import AuditSettings
 from specproof.audit.cases import verifier_problems
-from specproof.audit.engine.cli import main as engine_main
 from specproof.audit.filters import FilterProblem
 from specproof.audit.report import AuditReport, exact_row, limit_row, publish
 from specproof.audit.rounds import verifier_round
 from specproof.audit.run import audit_problem
 from specproof.audit.settings import ErrorRates
-from specproof.command_rules import (
+from specproof.commands.audit_engine import main as engine_main
+from specproof.commands.command_rules import (
     EXIT_STATUS_HELP,
     INCONCLUSIVE,
     INTERNAL_ERROR,

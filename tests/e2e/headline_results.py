@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specproof.e2e.experiments import headline
+from specproof.runners.e2e.experiments import headline
 
 
 def headline_result(

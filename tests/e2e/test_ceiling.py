@@ -16,11 +16,11 @@ from specproof.e2e.evaluation.best_draft import (
     survival_weights,
 )
 from specproof.e2e.evaluation.block_laws import dspark_block_laws, eagle_block_laws, sample_block
-from specproof.e2e.experiments import ceiling
 from specproof.e2e.models.dspark import DSparkConfig, DSparkDrafter
 from specproof.e2e.models.eagle import EagleConfig, EagleDrafter
 from specproof.e2e.models.loading import Models
 from specproof.e2e.models.target import Target
+from specproof.runners.e2e.experiments import ceiling
 
 A = np.array([0.8, 0.2])
 B = np.array([0.3, 0.7])

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from specproof.e2e.arguments import write_result
+from specproof.commands.command_rules import write_result
 
 COMMANDS = [
     "run",
-    "training.ship",
-    "training.sweep",
-    "training.subword_target",
-    "data.subword",
+    "train_target",
+    "sweep",
+    "train_subword_target",
+    "subword_tokenizer",
     "experiments.tau",
     "experiments.held_out",
     "experiments.draft_time",
@@ -33,22 +33,25 @@ COMMANDS = [
     "report.headline_and_clocks",
     "report.__main__",
 ]
-E2E = Path(__file__).resolve().parents[2] / "specproof" / "e2e"
+E2E = Path(__file__).resolve().parents[2] / "specproof" / "runners" / "e2e"
 
 
 def test_the_commands_are_every_e2e_module_with_a_main_guard() -> None:
-    """A new command (a module run as ``python -m``) joins ``COMMANDS``, so its --help is tested."""
+    """A new e2e command (a module run as ``python -m``) joins ``COMMANDS``, so its --help is
+    tested; no module of the e2e machinery (``specproof/e2e``) is a command."""
     guarded = {
         ".".join(path.relative_to(E2E).with_suffix("").parts)
         for path in E2E.rglob("*.py")
         if 'if __name__ == "__main__":' in path.read_text()
     }
     assert guarded == set(COMMANDS)
+    machinery = Path(__file__).resolve().parents[2] / "specproof" / "e2e"
+    assert not [path.name for path in machinery.rglob("*.py") if "__main__" in path.read_text()]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_help_exits_zero(command: str, capsys: pytest.CaptureFixture[str]) -> None:
-    module = importlib.import_module(f"specproof.e2e.{command}")
+    module = importlib.import_module(f"specproof.runners.e2e.{command}")
     with pytest.raises(SystemExit) as stopped:
         module.main(["--help"])
     assert stopped.value.code == 0

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from specproof.e2e import run
-from specproof.e2e.experiments import draft_time, held_out, tau
 from specproof.e2e.models.loading import SHIPPED_DIR, load_dspark, load_models, load_target
 from specproof.e2e.models.weight_files import WeightsError, load_weights
-from specproof.e2e.training import sweep
+from specproof.runners.e2e import run, sweep
+from specproof.runners.e2e.experiments import draft_time, held_out, tau
 
 USAGE_ERROR = 2
 

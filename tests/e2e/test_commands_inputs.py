@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from specproof.e2e.experiments import (
+from specproof.e2e.models.loading import SHIPPED_DIR
+from specproof.runners.e2e import sweep
+from specproof.runners.e2e import train_target as ship
+from specproof.runners.e2e.experiments import (
     draft_time,
     drafter_tau,
     headline,
     scheduler_clocks,
     sts_claims,
 )
-from specproof.e2e.models.loading import SHIPPED_DIR
-from specproof.e2e.report.__main__ import main as report_main
-from specproof.e2e.training import ship, sweep
+from specproof.runners.e2e.report.__main__ import main as report_main
 from specproof.sections import section_markers
 
 USAGE_ERROR = 2

@@ -7,14 +7,14 @@ import math
 import pytest
 import torch
 
-from specproof.e2e.experiments.depth_draft_time import (
+from specproof.e2e.models.loading import SHIPPED_DIR, load_eagle, load_target
+from specproof.runners.e2e.experiments.depth_draft_time import (
     EAGLE,
     deepest_within,
     depth_table,
     dspark_of_depth,
     main,
 )
-from specproof.e2e.models.loading import SHIPPED_DIR, load_eagle, load_target
 
 
 def test_the_deepest_drafter_within_the_budget_is_chosen() -> None:

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from specproof.e2e.experiments.draft_time import main, median_draft_ms
 from specproof.e2e.models.loading import SHIPPED_DIR, load_dspark, load_target
+from specproof.runners.e2e.experiments.draft_time import main, median_draft_ms
 
 
 def test_one_finite_median_per_drafter() -> None:

@@ -1,5 +1,5 @@
 """The several-drafter tau comparison: slot acceptance counts, and the shipped pair reproduces
-``specproof.e2e.experiments.tau`` on the same prompts."""
+``specproof.runners.e2e.experiments.tau`` on the same prompts."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
-from specproof.e2e.experiments.drafter_tau import EAGLE, comparison, main, slot_acceptance
-from specproof.e2e.experiments.tau import tau_table
 from specproof.e2e.models.loading import SHIPPED_DIR, load_models
+from specproof.runners.e2e.experiments.drafter_tau import EAGLE, comparison, main, slot_acceptance
+from specproof.runners.e2e.experiments.tau import tau_table
 
 
 def test_slot_acceptance_counts_reached_and_passed_slots() -> None:

@@ -15,7 +15,8 @@ from specproof.e2e.decoding.rounds import DecodeResult
 from specproof.e2e.evaluation.clocks import RooflineClock, verified_tokens
 from specproof.e2e.evaluation.comparisons import Setting
 from specproof.e2e.evaluation.paired_runs import interleaved
-from specproof.e2e.experiments.headline import (
+from specproof.e2e.plans import FAST_VERIFY
+from specproof.runners.e2e.experiments.headline import (
     DSPARK,
     TARGET,
     decoders_for,
@@ -24,9 +25,8 @@ from specproof.e2e.experiments.headline import (
     pick_gamma,
     verdicts,
 )
-from specproof.e2e.experiments.scheduler_clocks import charged, drafter_of, record_rounds
-from specproof.e2e.plans import FAST_VERIFY
-from specproof.e2e.report.headline_and_clocks import headline_section
+from specproof.runners.e2e.experiments.scheduler_clocks import charged, drafter_of, record_rounds
+from specproof.runners.e2e.report.headline_and_clocks import headline_section
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +144,7 @@ def test_headline_section_marks_each_target_met_or_missed(
     ],
 )
 def test_bad_arguments_exit_2_before_any_work(module: str, argv: list[str]) -> None:
-    command = importlib.import_module(f"specproof.e2e.{module}")
+    command = importlib.import_module(f"specproof.runners.e2e.{module}")
     with pytest.raises(SystemExit) as stop:
         command.main(argv)
     assert stop.value.code == 2

@@ -14,9 +14,9 @@ from specproof.e2e.data.corpora import load_corpora, prompt_starts, prompts_from
 from specproof.e2e.decoding.rounds import DecodeResult
 from specproof.e2e.evaluation.comparisons import Setting
 from specproof.e2e.evaluation.paired_runs import interleaved
-from specproof.e2e.experiments import headline, scheduler_clocks
 from specproof.e2e.plans import FAST_VERIFY
-from specproof.e2e.report.headline_and_clocks import clocks_holm_lines, headline_section
+from specproof.runners.e2e.experiments import headline, scheduler_clocks
+from specproof.runners.e2e.report.headline_and_clocks import clocks_holm_lines, headline_section
 
 
 @pytest.fixture(scope="module")

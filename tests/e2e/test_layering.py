@@ -8,53 +8,31 @@ training) and the product module ``models/toy.py`` imported ``training/loops.py`
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from import_graph import imported_names, module_name
 
 import specproof.e2e
 
 ROOT = Path(__file__).resolve().parents[2] / "specproof"
 E2E = ROOT / "e2e"
 LAYERS = [
-    "arguments",
     "data",
     "models",
     "decoding",
     "plans",
     "evaluation",
     "training",
-    "report",
-    "experiments",
-    "run",
 ]
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def imports(path: Path) -> set[str]:
     """Absolute names of every module ``path`` imports, at any depth of the file."""
-    package = "specproof." + ".".join(path.relative_to(ROOT).parent.parts)
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                module = ".".join([*base, node.module] if node.module else base)
-            else:
-                module = node.module or ""
-            out.add(module)
-            out.update(f"{module}.{alias.name}" for alias in node.names)
-    return out
+    return imported_names(module_name(ROOT.parent, path), path)
 
 
 def e2e_modules() -> dict[str, Path]:
-    return {module_name(path): path for path in E2E.rglob("*.py")}
+    return {module_name(ROOT.parent, path): path for path in E2E.rglob("*.py")}
 
 
 def layer(module: str) -> str:

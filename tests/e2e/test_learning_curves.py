@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-import specproof.e2e.experiments.learning_curves as curves
+import specproof.runners.e2e.experiments.learning_curves as curves
 from specproof.e2e.models.target import Target, TargetConfig
 from specproof.e2e.plans import SUBWORD_SMOKE
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specproof.e2e.report.speed import setup_lines
+from specproof.runners.e2e.report.speed import setup_lines
 
 RESULTS = Path(__file__).parents[2] / "benchmarks" / "e2e.json"
 

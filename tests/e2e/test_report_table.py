@@ -1,8 +1,8 @@
-"""The one Markdown table helper of the e2e renderers (specproof.e2e.report.table)."""
+"""The one Markdown table helper of the e2e renderers (specproof.runners.e2e.report.table)."""
 
 from __future__ import annotations
 
-from specproof.e2e.report.table import fmt, interval, table
+from specproof.runners.e2e.report.table import fmt, interval, table
 
 
 def test_table_has_a_header_a_rule_and_one_line_per_row() -> None:

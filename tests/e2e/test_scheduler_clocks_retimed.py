@@ -21,8 +21,8 @@ from specproof.e2e.evaluation.recorded_rounds import (
     retime_recorded,
     uniform_gamma,
 )
-from specproof.e2e.experiments import scheduler_clocks_retimed
-from specproof.e2e.report.retimed_clocks import (
+from specproof.runners.e2e.experiments import scheduler_clocks_retimed
+from specproof.runners.e2e.report.retimed_clocks import (
     NOT_MEASURED,
     SECTION,
     docs_table,
@@ -167,14 +167,14 @@ def test_the_renderer_names_every_clock_and_says_not_measured_without_a_wall_clo
 
 def test_benchmarks_section_is_rendered_from_the_committed_json() -> None:
     begin, end = section_markers(SECTION)
-    text = (ROOT / "BENCHMARKS.md").read_text()
+    text = (ROOT / "benchmarks" / "e2e_scheduler_clocks_retimed.md").read_text()
     body = text.split(begin, 1)[1].split(end, 1)[0].strip()
     source = "benchmarks/scheduler_clocks_retimed.json"
     assert body == retimed_section(committed(), source).strip()
 
 
 def test_docs_table_is_rendered_from_the_committed_json() -> None:
-    docs = (ROOT / "docs" / "end_to_end.md").read_text()
+    docs = (ROOT / "docs" / "results" / "e2e_scheduler_clocks.md").read_text()
     assert docs_table(committed()) in docs
 
 

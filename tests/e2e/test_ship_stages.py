@@ -14,7 +14,8 @@ import torch
 from specproof.e2e.models.loading import SHIPPED_DIR
 from specproof.e2e.models.weight_files import load_weights
 from specproof.e2e.plans import SMOKE
-from specproof.e2e.training.ship import POOL_FILE, main, train_models
+from specproof.e2e.training.ship import POOL_FILE, train_models
+from specproof.runners.e2e.train_target import main
 
 TINY = replace(
     SMOKE,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specproof.e2e.experiments import sts_claims
+from specproof.runners.e2e.experiments import sts_claims
 
 
 def row(position: int, low: float, high: float) -> dict[str, float]:
@@ -39,7 +39,7 @@ def test_verdicts_and_power_by_hand() -> None:
 
 
 def test_committed_run_as_the_readme_states_it(capsys: pytest.CaptureFixture[str]) -> None:
-    """docs/end_to_end.md, "STS as measured": non-inferior at every position at T = 1; at T = 0
+    """docs/results/e2e_sts.md: non-inferior at every position at T = 1; at T = 0
     shown lower at positions 3-7, not at 2."""
     result = sts_claims.main([])
     assert result["T=1 non-inferior"]["every_position"]

@@ -12,8 +12,8 @@ import torch
 from specproof.e2e.decoding.rounds import DecodeResult, RoundLog
 from specproof.e2e.evaluation.chunk_intervals import chunk_tau
 from specproof.e2e.evaluation.measurements import mean_accepted_length
-from specproof.e2e.experiments.tau import DOCS_ROWS, TAU_FAMILY, tau_table, verdict_table
 from specproof.e2e.models.loading import SHIPPED_DIR, load_models
+from specproof.runners.e2e.experiments.tau import DOCS_ROWS, TAU_FAMILY, tau_table, verdict_table
 
 
 def test_tau_table_rows_pair_both_drafters_on_the_same_chunks() -> None:
@@ -52,12 +52,12 @@ def test_accepted_totals_count_each_request_round_with_its_bonus_token() -> None
 
 
 def test_docs_quote_the_committed_32_chunk_verdicts() -> None:
-    """docs/end_to_end.md's table of the shipped drafters' tau at 32 chunks is the one
+    """docs/results/e2e_drafters.md's table of the shipped drafters' tau at 32 chunks is the one
     verdict_table renders from benchmarks/tau_shipped_32_chunks.json."""
     root = Path(__file__).resolve().parents[2]
     result = json.loads((root / "benchmarks" / "tau_shipped_32_chunks.json").read_text())
     assert all(row["dspark_minus_eagle"]["chunks"] == 32 for row in result["tau"].values())
-    assert verdict_table(result) in (root / "docs" / "end_to_end.md").read_text()
+    assert verdict_table(result) in (root / "docs" / "results" / "e2e_drafters.md").read_text()
 
 
 def test_a_verdict_follows_holm_and_the_sign() -> None:

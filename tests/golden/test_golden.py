@@ -15,14 +15,15 @@ from typing import Any
 
 import pytest
 
+from specproof.commands.golden import SCHEMA, VECTORS, dumps, main
 from specproof.golden.cases import GoldenCase, Sampling
-from specproof.golden.cli import SCHEMA, VECTORS, dumps, main
 from specproof.golden.schema import golden_schema
 from specproof.golden.vectors import check_margin, expected_of, golden_vectors, round_program
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "golden" / "v1"
-C_SOURCES = [ROOT / "golden" / "c" / "check_golden.c", ROOT / "golden" / "c" / "json_reader.c"]
+C_CONSUMER = ROOT / "examples" / "engine_ci" / "golden_c"
+C_SOURCES = [C_CONSUMER / "check_golden.c", C_CONSUMER / "json_reader.c"]
 
 
 def shipped() -> dict[str, Any]:

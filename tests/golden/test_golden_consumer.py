@@ -1,9 +1,9 @@
-"""The C consumer (``golden/c``) validates what it reads: malformed vector files (each finding of
-issue 56 on today's consumer: missing fields, a missing accept uniform, deep nesting, an empty
-or truncated file, raw rows and ``accepted`` that disagree with the rest) and seeded mutations of
-the real file (truncations, deleted fields, wrong types) are refused with exit status 2 and a
-message naming the case and the field, never a crash, a sanitizer report or a pass. Built with
-``-fsanitize=address,undefined``; skipped, with the reason, without a C compiler or the
+"""The C consumer (``examples/engine_ci/golden_c``) validates what it reads: malformed vector files
+(each finding of issue 56 on today's consumer: missing fields, a missing accept uniform, deep
+nesting, an empty or truncated file, raw rows and ``accepted`` that disagree with the rest) and
+seeded mutations of the real file (truncations, deleted fields, wrong types) are refused with exit
+status 2 and a message naming the case and the field, never a crash, a sanitizer report or a pass.
+Built with ``-fsanitize=address,undefined``; skipped, with the reason, without a C compiler or the
 sanitizer runtime. Exact checks: no false-fail risk."""
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ from typing import Any
 
 import pytest
 
-from specproof.golden.cli import VECTORS
+from specproof.commands.golden import VECTORS
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "golden" / "v1" / VECTORS
-C_SOURCES = [ROOT / "golden" / "c" / "check_golden.c", ROOT / "golden" / "c" / "json_reader.c"]
+C_CONSUMER = ROOT / "examples" / "engine_ci" / "golden_c"
+C_SOURCES = [C_CONSUMER / "check_golden.c", C_CONSUMER / "json_reader.c"]
 SANITIZERS = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g", "-O1"]
 ENV = {
     **os.environ,

@@ -1,6 +1,6 @@
-"""docs/optimized.md's benchmark table quotes the committed bench run (benchmarks/results.json)
-cell for cell, the cold validation overhead (the headline) beside the warm one: no speed figure
-is typed by hand. Nothing here is timed."""
+"""docs/results/optimized_speed.md's benchmark table quotes the committed bench run
+(benchmarks/results.json) cell for cell, the cold validation overhead (the headline) beside the warm
+one: no speed figure is typed by hand. Nothing here is timed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def milliseconds(seconds: float) -> str:
-    """bench/run.py's format of a median."""
+    """specproof/runners/kernel_bench.py's format of a median."""
     return f"{seconds * 1e3:,.1f}" if seconds < 10 else f"{seconds * 1e3:,.0f}"
 
 
@@ -35,7 +35,7 @@ def expected_cells(row: dict) -> list[str]:
 def test_page_benchmark_table_is_the_committed_run() -> None:
     report = json.loads((ROOT / "benchmarks" / "results.json").read_text())
     assert not report["quick"]
-    page = (ROOT / "docs" / "optimized.md").read_text()
+    page = (ROOT / "docs" / "results" / "optimized_speed.md").read_text()
     section = page.split("## Benchmark (CPU)", 1)[1].split("\n## ", 1)[0]
     quoted = {}
     for line in section.splitlines():
@@ -55,17 +55,13 @@ def test_page_benchmark_table_is_the_committed_run() -> None:
 
 
 def test_page_gpu_table_is_the_committed_gpu_run() -> None:
-    """docs/optimized.md's GPU table quotes benchmarks/gpu.json (bench/gpu.py's readme_cells
-    format)."""
-    import importlib.util
+    """docs/results/optimized_speed.md's GPU table quotes benchmarks/gpu.json
+    (:func:`specproof.runners.gpu_bench.readme_cells`'s format)."""
+    from specproof.runners import gpu_bench
 
-    spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "bench" / "gpu.py")
-    assert spec is not None and spec.loader is not None
-    gpu_bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu_bench)
     report = json.loads((ROOT / "benchmarks" / "gpu.json").read_text())
     assert not report["quick"]
-    page = (ROOT / "docs" / "optimized.md").read_text()
+    page = (ROOT / "docs" / "results" / "optimized_speed.md").read_text()
     section = page.split("## Benchmark (GPU)", 1)[1].split("\n## ", 1)[0]
     quoted = [
         [c.strip() for c in line.strip().strip("|").split("|")]
@@ -76,3 +72,24 @@ def test_page_gpu_table_is_the_committed_gpu_run() -> None:
     head = [r for r in head if r["drafts"] == "realistic"]
     assert quoted == [gpu_bench.readme_cells(r) for r in head]
     assert f"{report['copy_bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s" in section
+
+
+def test_page_validation_cost_table_is_the_committed_run() -> None:
+    """docs/results/optimized_speed.md's table of validation's cost at small vocabularies quotes
+    benchmarks/validation_cost.json (:func:`specproof.runners.validation_cost.table_cells`'s
+    format)."""
+    from specproof.runners import validation_cost as bench
+
+    report = json.loads((ROOT / "benchmarks" / "validation_cost.json").read_text())
+    page = (ROOT / "docs" / "results" / "optimized_speed.md").read_text()
+    section = page.split("## Benchmark (CPU)", 1)[1].split("\n## ", 1)[0]
+    vocabularies = {f"{row['V']:,}" for row in report["results"]}
+    quoted = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("| ") and line[2:].split(" |", 1)[0] in vocabularies
+    ]
+    names = report["implementations"]
+    assert quoted == [bench.table_cells(row, names) for row in report["results"]]
+    measured = report["command"].split(" --note")[0]  # the note only describes the machine
+    assert report["date"] in section and " ".join(section.split()).count(measured) == 1

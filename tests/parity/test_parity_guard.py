@@ -14,7 +14,7 @@ from parity import misbehaving
 from plugin import subjects
 
 from specproof.audit.signatures import register, unregister
-from specproof.parity.cli import main
+from specproof.commands.parity_report import main
 
 VERIFIER = ["verifier", "--signature", "vllm", "--level", "quick", "--cases", "small-vocab"]
 ENGINE = ["engine", "--tokens", "3", "--level", "quick"]
@@ -190,7 +190,7 @@ def test_golden_refuses_an_empty_out(
     out: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Before: specproof golden --out '' wrote its vectors into the current folder."""
-    from specproof.golden.cli import main as golden
+    from specproof.commands.golden import main as golden
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exit_info:

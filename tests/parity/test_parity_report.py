@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specproof.parity.cli import main
+from specproof.commands.parity_report import main
 from specproof.parity.plots import MISSING
 from specproof.parity.positions import clopper_pearson, position_tables
 
@@ -117,7 +117,7 @@ def test_a_report_short_of_its_power_is_inconclusive_not_a_failure() -> None:
     starts with INCONCLUSIVE, names what fell short and exits 4: not PASS, and not FAIL with
     "0 rows failed"."""
     from specproof.audit.report import AuditReport, exact_row
-    from specproof.command_rules import INCONCLUSIVE
+    from specproof.commands.command_rules import INCONCLUSIVE
     from specproof.parity.report import verdict_line
     from specproof.parity.run import exit_status
     from specproof.testing.levels import LEVELS

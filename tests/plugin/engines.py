@@ -11,19 +11,8 @@ from collections.abc import Sequence
 import torch
 
 from specproof.audit.engine import Engine
+from specproof.subjects.acceptance_engines import DRAFT, TARGET
 
-TARGET = (
-    (0.5, 0.3, 0.15, 0.05),
-    (0.1, 0.2, 0.3, 0.4),
-    (0.25, 0.25, 0.25, 0.25),
-    (0.6, 0.05, 0.05, 0.3),
-)
-DRAFT = (
-    (0.2, 0.2, 0.3, 0.3),
-    (0.4, 0.3, 0.2, 0.1),
-    (0.1, 0.6, 0.2, 0.1),
-    (0.25, 0.25, 0.25, 0.25),
-)
 GAMMA = 2
 PROMPT = (1, 2)
 

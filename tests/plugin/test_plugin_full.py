@@ -1,6 +1,7 @@
 """The plugin at level full (power 0.99 against TV 0.1, alpha 1e-6 per row) on the audit's
 example verifiers of every signature, and on the tiny engine: each passes, each twin fails.
-Slow (docs/integration.md's per-signature times come from this file: ``pytest -m slow -s``)."""
+Slow (docs/guide/ci_integration.md's per-signature times come from this file:
+``pytest -m slow -s``)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from specproof.reference import Algorithm1, GlobalSearch, StaleCapacity, TokenGated
 
-from specproof.audit import audit, audit_scheduler, audit_verifier, load_callable, main
+from specproof.audit import audit, audit_scheduler, audit_verifier, load_callable
 from specproof.audit.cases import verifier_problems
+from specproof.commands.audit import main
 from specproof.subjects import examples
 
 ALPHA = 1e-6

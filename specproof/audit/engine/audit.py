@@ -12,6 +12,7 @@ from ..guard import Guard, SubjectFailure
 from ..report import AuditReport, CaseResult
 from ..run import rounds_needed
 from ..settings import ErrorRates, settled
+from .acceptance import acceptance_row
 from .binned import BINNED_TOKENS, BinnedLaw, binned_law
 from .coverage import coverage_row
 from .laws import chunk_size, first_tokens_law, sequence_bytes
@@ -199,6 +200,13 @@ def audit_engine(
             summaries = token_summaries(probs, prompts, emitted, vocab)
             report.results += law_rows(case, engine, emitted, summaries, law, exact_tokens,
                                        settings, num_new_tokens, seed, binned)  # fmt: skip
+            if engine.draft_probs is not None and not engine.greedy:
+                draft = guarded_probs(guard, engine, "draft_probs", vocab)
+                row = acceptance_row(
+                    case, emitted, prompts, probs, draft, vocab, engine.eos_ids, settings
+                )
+                # Before the coverage row, which closes the per-position rows.
+                report.results.insert(len(report.results) - 1, row)
             if sequence_tokens:
                 add_sequence_rows(
                     report, engine, sequence_tokens, settings, seed, bars, guard, probs

@@ -44,15 +44,27 @@ def run_prompts(engine: Engine, runs: int, vocab: int, seed: int) -> list[tuple[
     return [tuple(int(t) for t in rng.choice(tokens, len(engine.prompt))) for _ in range(runs)]
 
 
-def guarded_probs(guard: Guard, engine: Engine) -> Callable[[torch.Tensor], torch.Tensor]:
-    """``engine.target_probs`` through the guard, every answer checked (one vocabulary)."""
-    vocab: list[int] = []
+def guarded_probs(
+    guard: Guard, engine: Engine, label: str = "target_probs", vocab: int | None = None
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``engine.target_probs`` (``label`` "draft_probs": ``engine.draft_probs``) through the
+    guard, every answer checked (one vocabulary: ``vocab`` when given); a failure fails the row
+    ``label``."""
+    known: list[int] = [] if vocab is None else [vocab]
+    law = engine.draft_probs if label == "draft_probs" else engine.target_probs
+    if law is None:
+        raise ValueError(f"the engine has no {label}")
 
     def target_probs(sequences: torch.Tensor) -> torch.Tensor:
-        what = f"target_probs on sequences {tuple(sequences.shape)}"
-        out = guard.call("target_probs", what, engine.target_probs, sequences)
-        rows = checked_rows(out, sequences, vocab[0] if vocab else None)
-        vocab[:] = [rows.shape[-1]]
+        what = f"{label} on sequences {tuple(sequences.shape)}"
+        out = guard.call(label, what, law, sequences)
+        try:
+            rows = checked_rows(out, sequences, known[0] if known else None)
+        except SubjectFailure as failure:
+            failure.check = label
+            failure.reason = failure.reason.replace("target_probs", label)
+            raise
+        known[:] = [rows.shape[-1]]
         return rows
 
     return target_probs

@@ -56,6 +56,10 @@ class Engine:
     generate_many: GenerateMany | None = None
     """When set, runs are made in batches of ``batch`` through it instead of ``generate``."""
     batch: int = 512
+    draft_probs: TargetProbs | None = None
+    """The drafter's processed law, as ``target_probs`` gives the target's, for an engine
+    whose draft law is known (a draft model): with it, and rounds in the runs, the audit adds
+    the ``acceptance`` row (:mod:`.acceptance`)."""
 
     @property
     def eos_ids(self) -> frozenset[int]:

@@ -1,7 +1,14 @@
 """Calling a verifier with an engine's signature: one module per signature (FlashInfer's
 chain_speculative_sampling, vLLM's rejection_sample on probabilities or raw logits, the batch-1
 logits signature ``hf``), each a :class:`VerifierSignature`, and the registry that names them;
-each call returns the emitted tokens [B, gamma + 1], -1 padded."""
+each call returns the emitted tokens [B, gamma + 1], -1 padded.
+
+- :mod:`.base`: the :class:`VerifierSignature` base and the helpers every signature's calls share
+- :mod:`.flashinfer`: FlashInfer's ``chain_speculative_sampling``
+- :mod:`.vllm`: vLLM's ``rejection_sample`` on processed probabilities
+- :mod:`.vllm_logits`: vLLM's ``RejectionSampler.forward`` form, target rows as raw logits
+- :mod:`.hf`: the batch-1 logits signature
+- :mod:`.registry`: the signatures by the name typed after ``--signature``"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The sub-word vocabulary: a byte-level BPE tokenizer (Hugging Face ``tokenizers``) trained
 here on the three domains' training documents, and the token streams of the corpora under it.
 
-    python -m specproof.e2e.data.subword [--out FILE] [--check]
+Its command: ``python -m specproof.runners.e2e.subword_tokenizer``
+(:mod:`specproof.runners.e2e.subword_tokenizer`).
 
 trains it and writes ``specproof/e2e/subword_tokenizer.json`` (``--check`` retrains and exits 1
 unless the committed file's vocabulary and merges are the ones retrained). The byte-level path
@@ -17,20 +18,16 @@ The byte-level pre-tokenizer and decoder make decode(encode(text)) == text for e
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
-from specproof.command_rules import OneLineParser, output_path_problem
-
 from .corpora import Corpus, Document
 
-PROG = "python -m specproof.e2e.data.subword"
+PROG = "python -m specproof.runners.e2e.subword_tokenizer"
 VOCAB_SIZE = 4096
 SEPARATOR_TOKEN = "<|sep|>"
 MASK_TOKEN = "<|mask|>"
@@ -121,34 +118,3 @@ class SubwordTokenizer:
                 ids.append(self.separator)
             ids += item.ids
         return np.asarray(ids, dtype=np.int32)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from .corpora import load_corpora
-
-    parser = OneLineParser(
-        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--out", type=Path, default=TOKENIZER_FILE)
-    parser.add_argument(
-        "--check", action="store_true", help="retrain and compare with --out; write nothing"
-    )
-    args = parser.parse_args(argv)
-    if not args.check and (problem := output_path_problem("--out", str(args.out))):
-        parser.error(problem)
-    text = train_tokenizer(training_documents(load_corpora()))
-    if args.check:
-        import json
-
-        if not args.out.is_file():
-            parser.error(f"argument --out: no file {args.out} to check")
-        same = json.loads(text)["model"] == json.loads(args.out.read_text())["model"]
-        print(f"{args.out}: {'matches' if same else 'DIFFERS FROM'} the retrained tokenizer")
-        return 0 if same else 1
-    args.out.write_text(text)
-    print(f"wrote {args.out} ({len(text)} bytes, vocabulary {VOCAB_SIZE})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """The measurement library the experiments and the end-to-end run share: measurements over
 decodes, the comparisons and tests built on them (no commands here; they are in
-:mod:`specproof.e2e.experiments`).
+:mod:`specproof.runners.e2e.experiments`).
 
 - :mod:`.measurements`: tau, acceptance, confidence records, SPS(B)
 - :mod:`.paired_runs`: decoders run back to back per chunk; speed ratios
@@ -16,6 +16,8 @@ decodes, the comparisons and tests built on them (no commands here; they are in
 - :mod:`.prediction`: the target's held-out bits per byte, entropy and top probability
 - :mod:`.clocks`: step clocks, and recorded rounds re-timed under a clock
 - :mod:`.block_laws`: target continuations of one context with the laws every slot is judged by
+- :mod:`.chunk_intervals`: per-chunk values, their t-intervals and Holm-corrected tests
+- :mod:`.recorded_rounds`: recorded rounds re-timed under a stored clock; hindsight best gamma
 - :mod:`.best_draft`: the best draft law for a group of target laws, and the per-context ceiling
   estimates
 

@@ -1,6 +1,6 @@
 """How well a target predicts held-out text: per domain, bits per byte, the entropy of its law
 and the probability of its most likely byte (the training report, the end-to-end run and
-``python -m specproof.e2e.experiments.held_out`` measure a target with it)."""
+``python -m specproof.runners.e2e.experiments.held_out`` measure a target with it)."""
 
 from __future__ import annotations
 

@@ -59,7 +59,8 @@ def load_models(directory: Path, source: str | None = None) -> Models:
     if not (directory / "training.json").exists():
         raise WeightsError(
             f"no training.json in {directory}: train weights there with "
-            f"`python -m specproof.e2e.training.ship --out {directory}` (`nox -s train-target` for "
+            f"`python -m specproof.runners.e2e.train_target --out {directory}` (`nox -s "
+            f"train-target` for "
             "the shipped folder)"
         )
     report = json.loads((directory / "training.json").read_text())
@@ -68,7 +69,7 @@ def load_models(directory: Path, source: str | None = None) -> Models:
     if missing:
         raise WeightsError(
             f"{directory / 'training.json'} records no {' / '.join(missing)} stage: run "
-            f"`python -m specproof.e2e.training.ship --out {directory} --stages "
+            f"`python -m specproof.runners.e2e.train_target --out {directory} --stages "
             f"{' '.join(missing)}` (or copy the whole weights folder before retraining some stages)"
         )
     target = load_target(directory)

@@ -1,6 +1,10 @@
 """The training loops, the staged path of the shipped models, the depth sweep.
 
 - :mod:`.loops`: the training loops (fixed steps or a time budget)
-- :mod:`.ship`: the staged training of the shipped models (command)
-- :mod:`.sweep`: a drafter of another depth / Markov rank (command)
+- :mod:`.ship`: the staged training of the shipped models
+- :mod:`.resumable`: fixed-step training whose whole state is saved, so a rerun continues
+- :mod:`.subword_target`: the resumable training of the sub-word target
+
+Their commands are :mod:`specproof.runners.e2e`'s (``train_target``, ``train_subword_target``,
+``sweep``).
 """

@@ -1,9 +1,8 @@
 """Train the target and both drafters, in stages, and write them as bf16 safetensors: the one
 training path of the shipped models (fixed steps) and of ``run --from-scratch`` (a time budget).
 
-    python -m specproof.e2e.training.ship [--out DIR] [--threads N] [--seed S]
-                                          [--stages target pool dspark eagle] [--sequential]
-                                                                              (nox -s train-target)
+Its command: ``python -m specproof.runners.e2e.train_target``
+(:mod:`specproof.runners.e2e.train_target`).
 
 With fixed step counts, seeds and data (the standard library's source and pydoc topics of this
 Python, and the generated math problems), the same command on the same torch build, thread
@@ -22,32 +21,26 @@ default the two drafters train at once, one thread each, in two child processes.
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import os
 import platform
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from specproof.command_rules import OneLineParser
-
-from ..arguments import loaded
 from ..data.corpora import DOMAIN_WEIGHTS, Corpus, WindowSampler, load_corpora
 from ..evaluation.prediction import held_out_statistics
 from ..models.dspark import DSparkDrafter
 from ..models.eagle import EagleDrafter
-from ..models.loading import SHIPPED_DIR, load_target
+from ..models.loading import load_target
 from ..models.target import Target, parameter_count
 from ..models.weight_files import save_weights
-from ..plans import SHIPPED, Plan
+from ..plans import Plan
 from .loops import (
     Log,
     MixedSource,
@@ -61,7 +54,7 @@ from .loops import (
 STAGES = ("target", "pool", "dspark", "eagle")
 DRAFTERS = ("dspark", "eagle")
 POOL_FILE = "pool.pt"
-COMMAND = "nox -s train-target (python -m specproof.e2e.training.ship)"
+COMMAND = "nox -s train-target (python -m specproof.runners.e2e.train_target)"
 
 
 def merge_report(out: Path, update: dict[str, Any]) -> dict[str, Any]:
@@ -217,37 +210,6 @@ def train_models(
     return report
 
 
-def _drafters_in_parallel(
-    names: Sequence[str], out: Path, seed: int, drafter_steps: int | None
-) -> None:
-    """Each drafter in its own child process with one thread; fails if either fails."""
-    steps = [] if drafter_steps is None else ["--drafter-steps", str(drafter_steps)]
-    children = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "specproof.e2e.training.ship",
-                "--sequential",
-                "--threads",
-                "1",
-                "--out",
-                str(out),
-                "--seed",
-                str(seed),
-                "--stages",
-                name,
-                *steps,
-            ]
-        )
-        for name in names
-    ]
-    codes = [child.wait() for child in children]
-    failed = [n for n, c in zip(names, codes, strict=True) if c != 0]
-    if failed:
-        raise SystemExit(f"drafter stage(s) {failed} failed; see their output above")
-
-
 def saved_pool(out: Path) -> torch.Tensor:
     """The pool the pool stage saved in ``out``; ValueError names the file and the problem."""
     path = out / POOL_FILE
@@ -261,70 +223,3 @@ def saved_pool(out: Path) -> torch.Tensor:
     if not isinstance(pool, torch.Tensor) or pool.dim() != 2 or pool.is_floating_point():
         raise ValueError(f"{path} does not hold a 2-D tensor of token windows")
     return pool
-
-
-def check_inputs(parser: argparse.ArgumentParser, out: Path, stages: Sequence[str]) -> None:
-    """Before any stage runs: ``--out`` is a folder (or can be made one) and holds what the
-    stages asked for read from earlier ones (the target, the pool); one line, exit 2."""
-    if out.exists() and not out.is_dir():
-        parser.error(f"argument --out: {out} is a file, not a folder")
-    if "target" not in stages:
-        loaded(parser.prog, "--out", lambda: load_target(out))
-    if "pool" not in stages and any(s in DRAFTERS for s in stages):
-        loaded(parser.prog, "--out", lambda: saved_pool(out))
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = OneLineParser(
-        prog="python -m specproof.e2e.training.ship",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--out", type=Path, default=SHIPPED_DIR)
-    parser.add_argument("--threads", type=int, default=2, help="threads of the in-process stages")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--stages",
-        nargs="+",
-        choices=STAGES,
-        default=list(STAGES),
-        help="run only these stages (later stages read what earlier ones wrote to --out)",
-    )
-    parser.add_argument(
-        "--sequential",
-        action="store_true",
-        help="train the drafters one after the other in this process (default: two processes)",
-    )
-    parser.add_argument(
-        "--drafter-steps",
-        type=int,
-        default=None,
-        help=f"training steps of each drafter (default {SHIPPED.drafter_steps}, the shipped ones)",
-    )
-    args = parser.parse_args(argv)
-    if args.threads < 1:
-        parser.error("--threads must be at least 1")
-    if args.drafter_steps is not None and args.drafter_steps < 1:
-        parser.error("--drafter-steps must be at least 1")
-    plan = (
-        SHIPPED
-        if args.drafter_steps is None
-        else replace(SHIPPED, drafter_steps=args.drafter_steps)
-    )
-    check_inputs(parser, args.out, args.stages)
-    torch.set_num_threads(args.threads)
-    started = time.perf_counter()
-    drafters = [s for s in DRAFTERS if s in args.stages]
-    parallel = not args.sequential and len(drafters) > 1
-    in_process = [s for s in args.stages if not (parallel and s in drafters)]
-    report = train_models(plan, args.out, args.seed, in_process) if in_process else {}
-    if parallel:
-        _drafters_in_parallel(drafters, args.out, args.seed, args.drafter_steps)
-    seconds = round(time.perf_counter() - started)
-    report = merge_report(args.out, {"command_seconds": {" ".join(args.stages): seconds}})
-    print(f"stages {list(args.stages)} done in {seconds}s; weights in {args.out}")
-    return report
-
-
-if __name__ == "__main__":
-    main()

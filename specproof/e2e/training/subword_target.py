@@ -1,8 +1,7 @@
 """Train the sub-word target, resumably, and write it where the learning curves read it.
 
-    python -m specproof.e2e.training.subword_target --out DIR [--plan full|smoke]
-                                                   [--checkpoint-every N] [--threads N] [--seed S]
-                                                                          (nox -s train-subword)
+Its command: ``python -m specproof.runners.e2e.train_subword_target``
+(:mod:`specproof.runners.e2e.train_subword_target`).
 
 Trains :data:`specproof.e2e.plans.SUBWORD`'s target (or the smoke one) for its fixed step count
 on the three domains' training streams under the committed tokenizer
@@ -15,31 +14,26 @@ and the held-out bits per token per domain, of the saved bf16 weights) are writt
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import platform
-from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from specproof.command_rules import OneLineParser
-
-from ..arguments import integer_at_least
-from ..data.corpora import DOMAIN_WEIGHTS, WindowSampler, load_corpora
-from ..data.subword import TOKENIZER_FILE, SubwordTokenizer
+from ..data.corpora import DOMAIN_WEIGHTS, WindowSampler
+from ..data.subword import TOKENIZER_FILE
 from ..evaluation.prediction import prediction_statistics
 from ..models.loading import load_target
 from ..models.target import Target, parameter_count
 from ..models.weight_files import save_weights
-from ..plans import SUBWORD_PLANS, SubwordPlan
+from ..plans import SubwordPlan
 from .loops import Log, TrainSettings, target_step
 from .resumable import load_checkpoint, make_optimizer, save_checkpoint, train_steps
 
-PROG = "python -m specproof.e2e.training.subword_target"
+PROG = "python -m specproof.runners.e2e.train_subword_target"
 CHECKPOINT_FILE = "target-checkpoint.pt"
 HELD_OUT_BATCHES = 4
 
@@ -124,35 +118,3 @@ def train_subword_target(
     (out / "training.json").write_text(json.dumps(report, indent=1) + "\n")
     log(f"[target] wrote {out / 'target.safetensors'}: held-out bits/token {bits}")
     return report
-
-
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = OneLineParser(
-        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--plan", choices=sorted(SUBWORD_PLANS), default="full")
-    parser.add_argument(
-        "--checkpoint-every", type=integer_at_least("--checkpoint-every", 1), default=500
-    )
-    parser.add_argument("--threads", type=integer_at_least("--threads", 1), default=1)
-    parser.add_argument("--seed", type=integer_at_least("--seed", 0), default=0)
-    args = parser.parse_args(argv)
-    if args.out.exists() and not args.out.is_dir():
-        parser.error(f"argument --out: {args.out} is not a folder")
-    plan = SUBWORD_PLANS[args.plan]
-    torch.set_num_threads(args.threads)
-    tokenizer = SubwordTokenizer()
-    if tokenizer.vocab_size != plan.target.vocab:
-        parser.error(
-            f"the tokenizer has {tokenizer.vocab_size} tokens, the plan {plan.target.vocab}"
-        )
-    corpora = load_corpora()
-    train = {d: tokenizer.stream(c, "train") for d, c in corpora.items()}
-    held_out = {d: tokenizer.stream(c, "calibration") for d, c in corpora.items()}
-    args.out.mkdir(parents=True, exist_ok=True)
-    return train_subword_target(plan, train, held_out, args.out, args.seed, args.checkpoint_every)
-
-
-if __name__ == "__main__":
-    main()
