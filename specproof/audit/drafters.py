@@ -198,15 +198,3 @@ def bf16_tv(temperature: float, seed: int = 0) -> list[float]:
         reported = torch.softmax(row.double() / temperature, -1)
         out.append(0.5 * float((drawn - reported).abs().sum()))
     return out
-
-
-def cells_and_n(rates: ErrorRates) -> int:
-    """The largest n a fidelity row draws at ``rates`` (for docs/guide/auditing_a_verifier.md)."""
-    most = 0
-    for temperature in TEMPERATURES:
-        for row in llm_rows():
-            q = torch.softmax(row.double() / temperature, -1).numpy()
-            cells = int((q >= SMALL_MASS).sum()) + 1
-            needed = required_samples(rates.delta, rates.alpha, rates.beta, cells, rates.tolerance)
-            most = max(most, needed)
-    return most

@@ -28,7 +28,7 @@ from .base import (
 from .flashinfer import FlashInferSignature, call_flashinfer
 from .hf import FILTER_KEYWORDS, HF_TEMPERATURE, HfSignature, accepts_filters, call_hf
 from .registry import register, signature_named, signature_names, unregister
-from .vllm import VllmSignature, bonus_tokens, call_vllm, vllm_call
+from .vllm import VllmSignature, bonus_tokens, vllm_call
 from .vllm_logits import VllmLogitsSignature
 
 Signature: TypeAlias = "VerifierSignature | str"
@@ -51,7 +51,6 @@ __all__ = [
     "bonus_tokens",
     "call_flashinfer",
     "call_hf",
-    "call_vllm",
     "in_parts",
     "one_torch_thread",
     "register",

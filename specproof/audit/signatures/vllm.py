@@ -132,20 +132,6 @@ def _vllm_args(
     )
 
 
-def call_vllm(
-    fn: Verifier,
-    drafts: Drafts,
-    problem: TableProblem,
-    generator: torch.Generator,
-    settings: CallSettings,
-    *,
-    logits: bool = False,
-) -> torch.Tensor:
-    """Call ``fn`` with vLLM's rejection_sample signature, once per
-    ``settings.limits.max_batch`` requests (see :func:`vllm_call`)."""
-    return vllm_call(drafts, problem, generator, settings, logits=logits)(fn)
-
-
 class VllmSignature(VerifierSignature):
     """``rejection_sample(draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens,
     draft_probs, target_probs, bonus_token_ids, sampling_metadata)`` on probabilities."""
@@ -164,14 +150,7 @@ class VllmSignature(VerifierSignature):
         generator: torch.Generator,
         settings: CallSettings,
     ) -> torch.Tensor:
-        return call_vllm(
-            fn,
-            drafts,
-            problem,
-            generator,
-            settings,
-            logits=self.target_logits,
-        )
+        return vllm_call(drafts, problem, generator, settings, logits=self.target_logits)(fn)
 
     def repeated_calls(
         self,

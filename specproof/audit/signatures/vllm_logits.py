@@ -13,7 +13,7 @@ from ..problems import TableProblem
 from ..requests import MASKED_LOGIT, RequestParams
 from ..settings import CallSettings
 from .base import Corrupt, Verifier, corrupted_if
-from .vllm import VllmSignature, call_vllm
+from .vllm import VllmSignature, vllm_call
 
 
 class VllmLogitsSignature(VllmSignature):
@@ -35,7 +35,7 @@ class VllmLogitsSignature(VllmSignature):
     ) -> torch.Tensor:
         logits = (torch.log(raw.double()) * params.temperature).to(torch.float32)
         sent = replace(drafts, target_probs=logits)
-        return call_vllm(fn, sent, problem, generator, settings)
+        return vllm_call(sent, problem, generator, settings)(fn)
 
     def sent_target(self, target: torch.Tensor, where: str, corrupt: Corrupt) -> torch.Tensor:
         gamma = target.shape[1] - 1
