@@ -21,7 +21,7 @@ Engines and the audit's tables:
 The optimized decoder's speed:
 
 - ``kernel_bench`` (``nox -s bench``), ``checked_copy``, ``entry_points``, ``kernel_profile``,
-  ``validation_cost``:
+  ``validation_cost``, ``validation_operations``:
   chain and tree verification on the CPU, the checked copy, what validation costs
 - ``gpu_bench`` and ``gpu.sh``: the same on a CUDA device
 - ``timing``: the interleaved timing they share

@@ -49,14 +49,14 @@ SECTION = "validation-cost"
 Verify = Callable[..., object]
 
 
-def load_baseline(folder: Path) -> Verify:
+def load_baseline(folder: Path, name: str = "baseline_optimized") -> Verify:
     """``chain_verify`` of the checkout at ``folder``, its ``optimized/`` imported as the
-    package ``baseline_optimized`` (its imports of ``specproof.reference`` resolve here)."""
+    package ``name`` (its imports of ``specproof.reference`` resolve here)."""
     init = folder / "optimized" / "__init__.py"
     if not init.is_file():
         sys.exit(f"--baseline: no optimized/__init__.py under {folder}")
     spec = importlib.util.spec_from_file_location(
-        "baseline_optimized", init, submodule_search_locations=[str(init.parent)]
+        name, init, submodule_search_locations=[str(init.parent)]
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -5,8 +5,6 @@ comparisons it replaces. ``specproof/runners/validation_cost.py`` times the same
 
 from __future__ import annotations
 
-import collections
-
 import numpy as np
 import pytest
 import torch
@@ -15,33 +13,11 @@ from specproof.optimized.checks.content import check_chain_inputs
 from specproof.optimized.checks.contract import outside, sum_tolerance
 from specproof.optimized.checks.row_contents import improper_rows, sum_bounds
 from specproof.optimized.torch_backend import fused_gather
-from torch.utils._python_dispatch import TorchDispatchMode
+
+from specproof.runners.validation_operations import HOST_READ, operation_counts
 
 NAN, INF = float("nan"), float("inf")
 TINY = float(np.float32(1e-45))  # the smallest float32 subnormal
-
-
-class OperationCount(TorchDispatchMode):
-    """Every aten operation dispatched inside the ``with`` block, by name."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.operations: collections.Counter[str] = collections.Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        self.operations[str(func.overloadpacket)] += 1
-        return func(*args, **(kwargs or {}))
-
-
-def default_call_inputs(logits: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """B = 64, k = 8, V = 128, drafts near the target (the benchmark's small shape)."""
-    generator = torch.Generator().manual_seed(8)
-    target = 2 * torch.randn(64, 9, 128, generator=generator)
-    draft = target[:, :8] + 0.6 * torch.randn(64, 8, 128, generator=generator)
-    tokens = torch.multinomial(torch.softmax(draft, -1).reshape(-1, 128), 1, generator=generator)
-    if not logits:
-        target, draft = torch.softmax(target, -1), torch.softmax(draft, -1)
-    return target, draft, tokens.view(64, 8)
 
 
 EXTRA_OPERATIONS = 30
@@ -59,15 +35,8 @@ def test_validation_adds_few_operations_and_one_host_read(logits: bool) -> None:
     :data:`EXTRA_OPERATIONS` tensor operations."""
     if not logits and fused_gather.native() is None:
         pytest.skip("no C compiler: the torch copy reduces the final rows with torch operations")
-    target, draft, tokens = default_call_inputs(logits)
-    flags = {"target_is_logits": logits, "draft_is_logits": logits, "backend": "torch"}
-    counts = {}
-    for validate in (True, False):
-        chain_verify(target, draft, tokens, seed=1, validate=validate, **flags)  # workspaces
-        with OperationCount() as count:
-            chain_verify(target, draft, tokens, seed=1, validate=validate, **flags)
-        counts[validate] = count.operations
-    reads = [counts[v]["aten._local_scalar_dense"] for v in (True, False)]
+    counts = operation_counts(chain_verify, logits)
+    reads = [counts[v][HOST_READ] for v in (True, False)]
     assert reads[0] == reads[1] + 1, reads
     extra = sum(counts[True].values()) - sum(counts[False].values())
     assert 0 < extra <= EXTRA_OPERATIONS, extra
