@@ -44,9 +44,9 @@ def install(session: nox.Session, extras: str) -> None:
     wanted = set(extras.split(",")) | have
     if not python.exists():
         interpreter = shutil.which("python3.11") or sys.executable
-        session.run(interpreter, "-m", "venv", str(SHARED_ENV), external=True)
+        session.run_install(interpreter, "-m", "venv", str(SHARED_ENV), external=True)
     if wanted - have or not have:
-        session.run(
+        session.run_install(
             str(python), "-m", "pip", "install", "--progress-bar", "on", *CONSTRAINTS,
             "-e", f".[{','.join(sorted(wanted))}]", external=True,
         )  # fmt: skip
