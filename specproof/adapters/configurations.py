@@ -34,6 +34,8 @@ class SpeculativeConfig:
     tokens: int = 5
     prompt: tuple[int, ...] = ()
     """The audited prompt (every configuration built here is given its setting's)."""
+    lossy_by_design: bool = False
+    """A must-fail control: the engine is asked for a lossy mode, so PASS would be the finding."""
 
     @property
     def label(self) -> str:
