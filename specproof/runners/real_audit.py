@@ -116,6 +116,14 @@ def main(argv: list[str] | None = None) -> int:
         record = engine_named(args.engine)
     except ValueError as error:
         parser().error(str(error))
+    if args.model == "smollm2":
+        from specproof.models.smollm2 import MissingExtra, check_converter, is_converted
+
+        try:
+            if not is_converted():
+                check_converter()
+        except MissingExtra as error:
+            parser().error(str(error))
     return run_all(record, args)
 
 
