@@ -156,13 +156,14 @@ def audit_beside_hf(
     prompt: object = None,
     notes: Callable[[], list[str]] | None = None,
     coverage_text_of: Callable[[], str] | None = None,
+    gap_count: int = GAP_SEQUENCES,
 ) -> None:
     """Build the engine, audit it at a tolerance covering its gap to HF, write its entry to
     ``out`` and print the report; ``prompt``: how the entry shows the prompt (the
     configuration's own by default); ``notes``: the engine's own notes, read after the audit
     (counters it kept while running); ``coverage_text_of``: the coverage column for an engine
     whose runs carry no rounds (what it traced instead); ``gap`` None: the engine is HF itself,
-    which computes the law too."""
+    which computes the law too; ``gap_count``: how many sequences the gap was measured on."""
     from specproof.audit.engine.audit import audit_engine
     from specproof.audit.run import DEFAULT_TOLERANCE, progress_bar
 
@@ -179,7 +180,7 @@ def audit_beside_hf(
     if gap is not None:
         report.notes.append(
             f"{engine_name} vs HF on the same weights: max |logit gap| {gap_logit:.2e}, max "
-            f"row TV {gap_tv:.2e} ({GAP_SEQUENCES} random sequences of {GAP_LENGTH}); "
+            f"row TV {gap_tv:.2e} ({gap_count} random sequences of {GAP_LENGTH}); "
             f"--tolerance {tolerance:.2e}"
         )
     report.notes += [f"model {model.name}: {note}" for note in model.notes]

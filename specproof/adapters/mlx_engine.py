@@ -11,9 +11,14 @@ token with a flag saying whether the draft supplied it; the rounds are read from
 mlx-lm (0.32.2) offers no other drafter (no prompt lookup, no n-gram).
 
 The law: HF transformers on the same weights through mlx-lm's chain as ``make_sampler`` and
-``make_logits_processors`` build it: the repetition penalty over the last 20 tokens of the
-context the control hands its processors (prompt and generated tokens), then top-p, min-p,
-top-k, temperature.
+``make_logits_processors`` build it: the repetition, presence and frequency penalties, each over
+the last 20 tokens of the context the control hands its processors (prompt and generated
+tokens), then top-p, min-p, top-k, temperature.
+
+mlx-lm keeps a draft when it equals the token the target samples at that position (sample-and-
+match, :data:`specproof.audit.engine.acceptance.MATCH`): the engine hands the audit the draft
+model's law (HF on the draft's weights through the same chain), so the acceptance row tests the
+count of kept drafts against sum p(x) q(x).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import numpy as np
 import torch
 
 from specproof.adapters.beside_hf import (
+    GAP_SEQUENCES,
     audit_beside_hf,
     gap_sequences,
     logit_gap,
@@ -36,20 +42,26 @@ from specproof.adapters.beside_hf import (
 )
 from specproof.adapters.hf import load_hf
 from specproof.adapters.run_plan import RunPlan
+from specproof.audit.engine.acceptance import MATCH
 from specproof.audit.engine.subject import Emission, Engine, TargetProbs
 from specproof.models import AuditModel
 
 VERSION = "0.32.2"
 PENALTY_CONTEXT = 20
 """mlx-lm's default ``repetition_context_size``, passed explicitly."""
-T1 = {"temp": 1.0, "top_k": 0, "top_p": 0.0, "min_p": 0.0, "repetition_penalty": 0.0}
-"""mlx-lm's "off" values: top_p 0 (its sampler applies top-p only when 0 < top_p < 1) and a
-repetition penalty of 0 (no processor)."""
+PENALTIES = ("repetition_penalty", "presence_penalty", "frequency_penalty")
+"""``make_logits_processors``' penalties, in the order it applies them."""
+T1 = {"temp": 1.0, "top_k": 0, "top_p": 0.0, "min_p": 0.0, **dict.fromkeys(PENALTIES, 0.0)}
+"""mlx-lm's "off" values: top_p 0 (its sampler applies top-p only when 0 < top_p < 1) and
+penalties of 0 (no processor)."""
 TRUNCATED = {**T1, "top_k": 5, "top_p": 0.9, "min_p": 0.05}
 PENALISED = {**T1, "repetition_penalty": 1.3}
+PRESENCE = {**T1, "presence_penalty": 1.5}
+FREQUENCY = {**T1, "frequency_penalty": 1.0}
 GREEDY = {**T1, "temp": 0.0}
 GREEDY_TOKENS = 8
 K = 3
+REAL_GAP_SEQUENCES = 8
 LAST_TOKEN_LAW = "law penalising only the prompt's last token"
 WHOLE_PROMPT = "processors handed the whole prompt"
 
@@ -89,6 +101,10 @@ def settings(model: AuditModel) -> list[tuple[str, Mapping[str, float], str, tup
         ("truncated", TRUNCATED, "top-p 0.9, min-p 0.05, top-k 5", model.prompt),
         ("penalty", PENALISED,
          f"T = 1, repetition penalty 1.3 over the last {PENALTY_CONTEXT} tokens", model.penalty),
+        ("presence", PRESENCE,
+         f"T = 1, presence penalty 1.5 over the last {PENALTY_CONTEXT} tokens", model.penalty),
+        ("frequency", FREQUENCY,
+         f"T = 1, frequency penalty 1.0 over the last {PENALTY_CONTEXT} tokens", model.penalty),
         ("greedy", GREEDY, "greedy (temp 0)", model.prompt),
     ]  # fmt: skip
 
@@ -136,10 +152,12 @@ def sampler_kwargs(sampling: Mapping[str, float]) -> dict[str, Any]:
 
 def processor_kwargs(sampling: Mapping[str, float]) -> dict[str, Any]:
     """``make_logits_processors``'s arguments (none without a penalty)."""
-    penalty = float(sampling["repetition_penalty"])
-    if penalty == 0.0:
-        return {}
-    return {"repetition_penalty": penalty, "repetition_context_size": PENALTY_CONTEXT}
+    out: dict[str, Any] = {}
+    for name in PENALTIES:
+        if float(sampling[name]) != 0.0:
+            out[name] = float(sampling[name])
+            out[f"{name.removesuffix('_penalty')}_context_size"] = PENALTY_CONTEXT
+    return out
 
 
 def penalised(logits: torch.Tensor, context: Sequence[int], penalty: float) -> torch.Tensor:
@@ -154,6 +172,40 @@ def penalised(logits: torch.Tensor, context: Sequence[int], penalty: float) -> t
     chosen = out[index]
     out[index] = torch.where(chosen < 0, chosen * penalty, chosen / penalty)
     return out
+
+
+def presence_penalised(
+    logits: torch.Tensor, context: Sequence[int], penalty: float
+) -> torch.Tensor:
+    """mlx-lm's presence penalty: ``penalty`` subtracted once from the logit of each distinct
+    token among the last :data:`PENALTY_CONTEXT` of ``context``."""
+    recent = sorted(set(list(context)[-PENALTY_CONTEXT:]))
+    if penalty == 0.0 or not recent:
+        return logits
+    out = logits.clone()
+    out[torch.tensor(recent, dtype=torch.long)] -= penalty
+    return out
+
+
+def frequency_penalised(
+    logits: torch.Tensor, context: Sequence[int], penalty: float
+) -> torch.Tensor:
+    """mlx-lm's frequency penalty: ``penalty`` subtracted from a token's logit once for each
+    time it occurs among the last :data:`PENALTY_CONTEXT` of ``context``."""
+    recent = list(context)[-PENALTY_CONTEXT:]
+    if penalty == 0.0 or not recent:
+        return logits
+    counts = torch.bincount(torch.tensor(recent, dtype=torch.long), minlength=logits.numel())
+    return logits - penalty * counts.to(logits.dtype)
+
+
+def processed(
+    logits: torch.Tensor, context: Sequence[int], sampling: Mapping[str, float]
+) -> torch.Tensor:
+    """One row through ``make_logits_processors``' penalties, in its order."""
+    out = penalised(logits, context, float(sampling["repetition_penalty"]))
+    out = presence_penalised(out, context, float(sampling["presence_penalty"]))
+    return frequency_penalised(out, context, float(sampling["frequency_penalty"]))
 
 
 def chain_probs(logits: torch.Tensor, sampling: Mapping[str, float]) -> torch.Tensor:
@@ -180,10 +232,10 @@ def chain_probs(logits: torch.Tensor, sampling: Mapping[str, float]) -> torch.Te
 
 
 def mlx_target_probs(target: Any, sampling: Mapping[str, float], skip: int = 0) -> TargetProbs:
-    """[B, L] -> [B, L, V]: HF's logits through mlx-lm's chain; the penalty sees the whole
+    """[B, L] -> [B, L, V]: HF's logits through mlx-lm's chain; the penalties see the whole
     prefix (prompt and generated tokens), as ``generate_step`` hands it to its processors,
-    less its first ``skip`` tokens (a law for localising, not the target's)."""
-    penalty = float(sampling["repetition_penalty"])
+    less its first ``skip`` tokens (a law for localising, not the target's). ``target``: any
+    HF model (the draft model's law is built the same way)."""
 
     def target_probs(sequences: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
@@ -191,7 +243,7 @@ def mlx_target_probs(target: Any, sampling: Mapping[str, float], skip: int = 0) 
         out = torch.empty_like(logits)
         for b in range(sequences.shape[0]):
             for t in range(sequences.shape[1]):
-                row = penalised(logits[b, t], sequences[b, skip : t + 1].tolist(), penalty)
+                row = processed(logits[b, t], sequences[b, skip : t + 1].tolist(), sampling)
                 out[b, t] = chain_probs(row, sampling).to(torch.float32)
         return out
 
@@ -284,29 +336,52 @@ def mlx_engine(config: MlxConfig, model_files: AuditModel) -> Engine:
 
     target = load_hf(model_files.target)
     skip = len(config.prompt) - 1 if config.localise == LAST_TOKEN_LAW else 0
+    target_probs = mlx_target_probs(target, config.sampling, skip)
+    draft_probs = None
+    if config.drafter != "none":
+        drafter = target if config.drafter == "target" else load_hf(model_files.drafter("draft"))
+        draft_probs = mlx_target_probs(drafter, config.sampling, skip)
     return Engine(
         name=config.name,
         generate=generate,
-        target_probs=mlx_target_probs(target, config.sampling, skip),
+        target_probs=target_probs,
         prompt=config.prompt,
         eos=None,
         greedy=config.greedy,
         max_draft=config.k or None,
+        draft_probs=draft_probs,
+        acceptance_rule=MATCH,
     )
+
+
+def blas_in_use() -> str:
+    """", OpenBLAS" when an OpenBLAS is loaded into this process (preloaded: the mlx[cpu]
+    wheel links the reference BLAS, about 12x slower at the model's matrix products here)."""
+    maps = Path("/proc/self/maps")
+    loaded = maps.read_text() if maps.exists() else ""
+    return ", OpenBLAS" if "libopenblas" in loaded else ""
 
 
 def installed_version() -> str:
     import mlx.core as mx
     import mlx_lm
 
-    return f"{mlx_lm.__version__} (mlx {mx.__version__}, CPU)"
+    return f"{mlx_lm.__version__} (mlx {mx.__version__}, CPU{blas_in_use()})"
+
+
+def gap_count(model: AuditModel) -> int:
+    """How many sequences the logit gap is measured on: the audit's 32 on a tiny model, 8 on
+    a real one (each a full forward pass of prompt and 16 ids through mlx and through HF)."""
+    return GAP_SEQUENCES if model.vocab <= 64 else REAL_GAP_SEQUENCES
 
 
 def run_configuration(name: str, model: AuditModel, plan: RunPlan, out: Path) -> None:
     """Audit one mlx-lm configuration in this process; write its entry to ``out``."""
     config = by_name(name, model)
+    count = gap_count(model)
     gap = logit_gap(mlx_logits(load_mlx(model.target)), load_hf(model.target),
-                    gap_sequences(model))  # fmt: skip
+                    gap_sequences(model, count))  # fmt: skip
     prompt = prompt_shown(config.prompt, config.greedy)
     build = partial(mlx_engine, config, model)
-    audit_beside_hf("mlx-lm", installed_version(), config, build, gap, plan, out, model, prompt)
+    audit_beside_hf("mlx-lm", installed_version(), config, build, gap, plan, out, model, prompt,
+                    gap_count=count)  # fmt: skip

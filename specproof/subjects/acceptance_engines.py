@@ -9,6 +9,10 @@ target and drafter over V = 4 tokens (each law depends on the last token only), 
 - ``skip-half``: each round, with probability 1/2, ignores its drafts and draws one token from
   p (recorded as a rejection of the first draft): lossless, yet too few accepted, a slowdown
   that only the acceptance row sees.
+- ``match``: sample-and-match (mlx-lm's rule): at each drafted position the target draws its own
+  token from p, independently of the draft; the draft is kept when the two are equal, else the
+  target's draw is emitted and the round ends. Lossless, and accepts with probability
+  sum p(x) q(x), below sum min(p, q): its engine states ``acceptance_rule="match"``.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ DRAFT = (
 )
 GAMMA = 3
 PROMPT = (1, 2)
-VERIFIERS = ("correct", "accept-all", "skip-half")
+VERIFIERS = ("correct", "accept-all", "skip-half", "match")
 
 
 def _draw(weights: Sequence[float], rng: random.Random) -> int:
@@ -59,6 +63,14 @@ def run_chain(prompt: Sequence[int], num_new_tokens: int, seed: int, verifier: s
         matched = 0
         for token in drafts:
             p, q = TARGET[context], DRAFT[context]
+            if verifier == "match":
+                own = _draw(p, rng)
+                out.append(own)
+                context = own
+                if own != token:
+                    break
+                matched += 1
+                continue
             if verifier == "accept-all" or rng.random() * q[token] < p[token]:
                 out.append(token)
                 context = token
@@ -102,4 +114,5 @@ def chain_engine(verifier: str = "correct") -> Engine:
         PROMPT,
         max_draft=GAMMA,
         draft_probs=draft_probs,
+        acceptance_rule="match" if verifier == "match" else "rejection",
     )

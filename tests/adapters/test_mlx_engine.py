@@ -23,7 +23,7 @@ def test_every_speculative_configuration_sits_beside_its_control() -> None:
     configs = me.configurations(TINY)
     assert_each_beside_its_control(configs)
     drafted = {(c.sampling_label, c.drafter, c.k) for c in configs if c.drafter != "none"}
-    assert len(drafted) == 5  # every setting with the draft model, T = 1 also with itself
+    assert len(drafted) == 7  # every setting with the draft model, T = 1 also with itself
     assert me.by_name("greedy draft model k=3", TINY).greedy
     assert me.by_name("T=1 draft = target k=3", TINY).label == "draft = target k=3"
     with pytest.raises(KeyError, match="no mlx-lm configuration"):
@@ -45,6 +45,10 @@ def test_sampler_and_processor_arguments() -> None:
         "repetition_penalty": 1.3,
         "repetition_context_size": 20,
     }
+    assert me.processor_kwargs(me.PRESENCE) == {"presence_penalty": 1.5,
+                                                "presence_context_size": 20}  # fmt: skip
+    assert me.processor_kwargs(me.FREQUENCY) == {"frequency_penalty": 1.0,
+                                                 "frequency_context_size": 20}  # fmt: skip
 
 
 def log_probs(*probs: float) -> torch.Tensor:
@@ -75,6 +79,17 @@ def test_penalty_divides_positive_and_multiplies_negative_logits_of_recent_token
     # Only the last 20 tokens of the context count: token 3, 21 back, is not penalised.
     assert me.penalised(logits, [3] + [0] * 20, 2.0).tolist() == [1.0, -1.0, 0.5, 3.0]
     assert me.penalised(logits, [0, 1], 0.0) is logits  # 0: no processor
+
+
+def test_presence_subtracts_once_and_frequency_once_per_occurrence() -> None:
+    logits = torch.tensor([2.0, -1.0, 0.5, 3.0])
+    assert me.presence_penalised(logits, [0, 1, 1], 0.5).tolist() == [1.5, -1.5, 0.5, 3.0]
+    assert me.frequency_penalised(logits, [0, 1, 1], 0.5).tolist() == [1.5, -2.0, 0.5, 3.0]
+    # The same window of the last 20 tokens: token 3, 21 back, is not penalised.
+    assert me.frequency_penalised(logits, [3] + [0] * 20, 0.1)[3] == 3.0
+    assert me.presence_penalised(logits, [3] + [0] * 20, 0.1)[3] == 3.0
+    sampling = {**me.T1, "presence_penalty": 0.5}
+    assert me.processed(logits, [0, 1, 1], sampling).tolist() == [1.5, -1.5, 0.5, 3.0]
 
 
 def test_law_penalises_the_whole_prefix() -> None:
@@ -127,3 +142,24 @@ def test_law_matches_mlx_lms_own_sampler_functions() -> None:
         theirs = torch.softmax(torch.tensor(mx.array(scores).tolist()[0]) / 0.7, -1)
         ours = me.chain_probs(logits, sampling)
         assert torch.allclose(ours, theirs.to(torch.float64), atol=1e-5)
+
+
+def test_penalties_match_mlx_lms_own_processors() -> None:
+    """Where mlx-lm is installed: ``make_logits_processors``' repetition, presence and frequency
+    penalties on random rows and contexts (repeats and tokens outside the window included)
+    equal :func:`processed` (up to float32 rounding)."""
+    mx = pytest.importorskip("mlx.core", reason="mlx is installed only in the audit-mlx venv")
+    sample_utils = pytest.importorskip(
+        "mlx_lm.sample_utils", reason="mlx-lm is installed only in the audit-mlx venv"
+    )
+    generator = torch.Generator().manual_seed(0)
+    for sampling in (me.PENALISED, me.PRESENCE, me.FREQUENCY):
+        processors = sample_utils.make_logits_processors(**me.processor_kwargs(sampling))
+        for _ in range(20):
+            logits = 3 * torch.randn(8, generator=generator)
+            context = torch.randint(0, 8, (25,), generator=generator).tolist()
+            theirs = mx.array(logits.numpy()[None])
+            for processor in processors:
+                theirs = processor(mx.array(context), theirs)
+            ours = me.processed(logits, context, sampling)
+            assert torch.allclose(ours, torch.tensor(mx.array(theirs).tolist()[0]), atol=1e-5)

@@ -35,6 +35,10 @@ def test_proposals_follow_the_rounds() -> None:
     assert proposals_of(run) == ([0, 1, 2, 3, 4], [True, False, True, True, True])
     assert "rounds emit 3 tokens" in str(proposals_of(Emission((1, 2, 3, 4), ((2, 2),))))
     assert "accepts 4 of 3" in str(proposals_of(Emission((1, 2, 3, 4, 5), ((3, 4),))))
+    # A last round whose accepted drafts end the run emits no token of the target's own.
+    ended = Emission((1, 2, 3, 4, 5), ((3, 3), (1, 1)))
+    assert proposals_of(ended) == ([0, 1, 2, 4], [True, True, True, True])
+    assert "after the run's 5" in str(proposals_of(Emission((1, 2, 3, 4, 5), ((3, 3), (2, 1)))))
 
 
 def test_correct_engine_passes_and_its_expectation_is_sum_min() -> None:
@@ -67,6 +71,20 @@ def test_wrong_acceptance_fails_the_row(verifier: str, direction: str) -> None:
         # Lossless: every other row passes; only the acceptance row sees the slowdown.
         others = [r for r in report.results if r.check != "acceptance"]
         assert all(r.verdict == "pass" for r in others), report.table()
+
+
+def test_sample_and_match_passes_its_own_rule_and_is_too_few_for_rejection() -> None:
+    # sum_x p(x) q(x) per context is 0.22, 0.2, 0.25, 0.25, sum min(p, q) 0.6, 0.6, 0.65, 0.6:
+    # the rejection rule expects over twice the count the engine reaches.
+    engine = chain_engine("match")
+    report = audit_engine(engine, runs=RUNS, alpha=ALPHA, num_new_tokens=4)
+    row = acceptance(report)
+    assert row.verdict == "pass" and "sample-and-match" in row.summary, report.table()
+    assert not report.failed, report.table()  # lossless: every law row passes too
+    engine.acceptance_rule = "rejection"
+    report = audit_engine(engine, runs=RUNS, alpha=ALPHA, num_new_tokens=4)
+    row = acceptance(report)
+    assert row.verdict == "FAIL" and "too few" in row.summary, report.table()
 
 
 def test_an_engine_without_a_draft_law_has_no_row() -> None:

@@ -3,14 +3,19 @@ engine whose draft law is known (``Engine.draft_probs``) and whose runs record t
 
 Each round (d drafted, m accepted) of a run that had emitted t tokens proposed its j-th draft at
 the prefix prompt + tokens[: t + j]; proposals j = 0..min(m, d - 1) were tested (the first m
-accepted, the next one rejected when m < d), the rest were never looked at. A correct engine
-accepts a proposal with probability a = sum over non-EOS x of min(p(x), q(x)), p and q the
-target's and drafter's processed laws at its prefix, both teacher-forced on the run's own
-tokens. EOS is left out of the sum because an accepted EOS draft ends the run and counts as
-the round's last token, not as an accepted draft (HF transformers crops at it), so what a
-round records is "accepted and not EOS", whose probability is that sum. The count is then
-tested two-sided by :func:`specproof.stats.acceptance.acceptance_test` (a martingale test:
-the a_i depend on earlier outcomes). Too many accepted drafts is a loss (no verifier accepts
+accepted, the next one rejected when m < d), the rest were never looked at. A round emits its
+m accepted drafts and then a token of the target's own, except a last round whose accepted
+drafts end the run. A correct engine accepts a proposal with probability a = sum over non-EOS
+x of min(p(x), q(x)) (:data:`REJECTION`), p and q the target's and drafter's processed laws at
+its prefix, both teacher-forced on the run's own tokens; an engine that verifies by
+sample-and-match (:data:`MATCH`: the target draws its own token at the position independently
+of the draft, and the draft is kept when the two are equal; lossless, the emitted token is
+always the target's draw) accepts with probability a = sum over non-EOS x of p(x) q(x), never
+more than the first. EOS is left out of either sum because an accepted EOS draft ends the run
+and counts as the round's last token, not as an accepted draft (HF transformers crops at it),
+so what a round records is "accepted and not EOS", whose probability is that sum. The count is
+then tested two-sided by :func:`specproof.stats.acceptance.acceptance_test` (a martingale
+test: the a_i depend on earlier outcomes). Too many accepted drafts is a loss (no verifier accepts
 more than sum min(p, q), the largest chance that draws from p and q agree), too few a
 slowdown that no law row sees.
 """
@@ -30,6 +35,10 @@ from .rows import Settings
 from .subject import Emission
 
 CHECK = "acceptance"
+REJECTION = "rejection"
+MATCH = "match"
+RULES = (REJECTION, MATCH)
+"""How an engine decides to keep a draft (``Engine.acceptance_rule``), which sets a."""
 SHIFT = DEFAULT_SHIFT
 """The shift of every acceptance probability the row states its power against."""
 
@@ -46,7 +55,9 @@ def proposals_of(run: Emission) -> tuple[list[int], list[bool]] | str:
         for j in range(min(matched + 1, drafted)):
             positions.append(emitted + j)
             accepted.append(j < matched)
-        emitted += matched + 1
+        last = index == len(run.rounds) - 1
+        ends_on_drafts = last and 0 < drafted == matched and emitted + matched == len(run.tokens)
+        emitted += matched + (0 if ends_on_drafts else 1)
         if emitted > len(run.tokens):
             return f"round {index} ends at token {emitted}, after the run's {len(run.tokens)}"
     if emitted != len(run.tokens):
@@ -54,9 +65,14 @@ def proposals_of(run: Emission) -> tuple[list[int], list[bool]] | str:
     return positions, accepted
 
 
-def overlap_rows(target: np.ndarray, draft: np.ndarray, eos: frozenset[int]) -> np.ndarray:
-    """[..., V] x2 -> [...]: sum over non-EOS tokens of min(p, q)."""
-    both = np.minimum(target, draft)
+def overlap_rows(
+    target: np.ndarray, draft: np.ndarray, eos: frozenset[int], rule: str = REJECTION
+) -> np.ndarray:
+    """[..., V] x2 -> [...]: sum over non-EOS tokens of min(p, q) (``rule`` :data:`REJECTION`)
+    or of p q (:data:`MATCH`)."""
+    if rule not in RULES:
+        raise ValueError(f"acceptance rule must be one of {', '.join(RULES)}, got {rule!r}")
+    both = np.minimum(target, draft) if rule == REJECTION else target * draft
     if eos:
         both[..., sorted(eos)] = 0.0
     return np.asarray(both.sum(axis=-1))
@@ -70,6 +86,7 @@ def acceptance_probabilities(
     positions: Sequence[Sequence[int]],
     vocab: int,
     eos: frozenset[int],
+    rule: str = REJECTION,
 ) -> list[np.ndarray]:
     """Each run's a_i at its proposals' positions, from teacher-forced calls of both laws on
     the run's own tokens (one group per distinct prompt, a chunk at a time)."""
@@ -84,7 +101,7 @@ def acceptance_probabilities(
                 raise ValueError(
                     f"draft_probs returned rows of shape {q.shape[1:]}, the target {p.shape[1:]}"
                 )
-            overlap = overlap_rows(p, q, eos)
+            overlap = overlap_rows(p, q, eos, rule)
             for row, at in enumerate(index[start : start + len(p)]):
                 out[at] = overlap[row, list(positions[at])]
     return out
@@ -99,8 +116,10 @@ def acceptance_row(
     vocab: int,
     eos: frozenset[int],
     settings: Settings,
+    rule: str = REJECTION,
 ) -> CaseResult:
-    """The acceptance row of ``runs`` (each with its rounds) at the audit's alpha."""
+    """The acceptance row of ``runs`` (each with its rounds) at the audit's alpha, against
+    the acceptance ``rule`` the engine verifies by."""
     traced = [(index, proposals_of(run)) for index, run in enumerate(runs)]
     for index, found in traced:
         if isinstance(found, str):
@@ -109,17 +128,19 @@ def acceptance_row(
     positions = [found[0] for _, found in traced if not isinstance(found, str)]
     outcomes = [found[1] for _, found in traced if not isinstance(found, str)]
     probabilities = acceptance_probabilities(
-        target_probs, draft_probs, prompts, runs, positions, vocab, eos
+        target_probs, draft_probs, prompts, runs, positions, vocab, eos, rule
     )
     a = np.concatenate(probabilities) if probabilities else np.zeros(0)
     accepted = sum(sum(o) for o in outcomes)
     if not len(a):
         return exact_row(case, CHECK, len(runs), WARN, "no draft was proposed: nothing to test")
     test = acceptance_test(accepted, a, settings.rates.alpha, SHIFT)
-    return test_row(case, test, settings, len(runs))
+    return test_row(case, test, settings, len(runs), rule)
 
 
-def test_row(case: str, test: AcceptanceTest, settings: Settings, runs: int) -> CaseResult:
+def test_row(
+    case: str, test: AcceptanceTest, settings: Settings, runs: int, rule: str = REJECTION
+) -> CaseResult:
     """A statistical row: the rate gap as its estimate, the gap the test rejects at as its
     bound, the power against :data:`SHIFT` (short of 1 - beta, the report is inconclusive)."""
     rates = settings.rates
@@ -127,7 +148,8 @@ def test_row(case: str, test: AcceptanceTest, settings: Settings, runs: int) -> 
     edge = max(test.expected - test.low, test.high - test.expected) / test.proposed
     verdict = "FAIL" if test.rejected else "pass"
     summary = (
-        f"{test.accepted} of {test.proposed} drafts accepted, expected {test.expected:.1f} "
+        f"{test.accepted} of {test.proposed} drafts accepted, expected {test.expected:.1f}"
+        f"{' (sample-and-match)' if rule == MATCH else ''} "
         f"(rate {test.observed_rate:.4f} vs {test.expected_rate:.4f}; rejects at <= {test.low} "
         f"or >= {test.high}){' ' + test.direction if test.rejected else ''} "
         f"(power {test.power:.4f} at a shift of {test.shift:g})"

@@ -202,9 +202,8 @@ def audit_engine(
                                        settings, num_new_tokens, seed, binned)  # fmt: skip
             if engine.draft_probs is not None and not engine.greedy:
                 draft = guarded_probs(guard, engine, "draft_probs", vocab)
-                row = acceptance_row(
-                    case, emitted, prompts, probs, draft, vocab, engine.eos_ids, settings
-                )
+                row = acceptance_row(case, emitted, prompts, probs, draft, vocab,
+                                     engine.eos_ids, settings, engine.acceptance_rule)  # fmt: skip
                 # Before the coverage row, which closes the per-position rows.
                 report.results.insert(len(report.results) - 1, row)
             if sequence_tokens:

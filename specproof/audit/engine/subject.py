@@ -60,6 +60,10 @@ class Engine:
     """The drafter's processed law, as ``target_probs`` gives the target's, for an engine
     whose draft law is known (a draft model): with it, and rounds in the runs, the audit adds
     the ``acceptance`` row (:mod:`.acceptance`)."""
+    acceptance_rule: str = "rejection"
+    """How the engine keeps a draft, which sets the acceptance row's expectation:
+    "rejection" (speculative sampling, sum min(p, q)) or "match" (sample-and-match: kept when
+    it equals the target's own independent draw, sum p q)."""
 
     @property
     def eos_ids(self) -> frozenset[int]:
