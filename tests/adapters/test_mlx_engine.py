@@ -28,6 +28,10 @@ def test_every_speculative_configuration_sits_beside_its_control() -> None:
     assert me.by_name("T=1 draft = target k=3", TINY).label == "draft = target k=3"
     with pytest.raises(KeyError, match="no mlx-lm configuration"):
         me.by_name("nonsense", TINY)
+    # The localising twins localise (and are not must-fail controls).
+    twins = {c.localise: c for c in configs if c.localise}
+    assert set(twins) == {me.LAST_TOKEN_LAW, me.WHOLE_PROMPT}
+    assert not any(c.lossy_by_design for c in configs)
 
 
 def test_each_configuration_runs_in_its_own_process() -> None:
@@ -45,9 +49,9 @@ def test_sampler_and_processor_arguments() -> None:
         "repetition_penalty": 1.3,
         "repetition_context_size": 20,
     }
-    assert me.processor_kwargs(me.PRESENCE) == {"presence_penalty": 1.5,
+    assert me.processor_kwargs(me.PRESENCE) == {"presence_penalty": 5.0,
                                                 "presence_context_size": 20}  # fmt: skip
-    assert me.processor_kwargs(me.FREQUENCY) == {"frequency_penalty": 1.0,
+    assert me.processor_kwargs(me.FREQUENCY) == {"frequency_penalty": 5.0,
                                                  "frequency_context_size": 20}  # fmt: skip
 
 
@@ -163,3 +167,23 @@ def test_penalties_match_mlx_lms_own_processors() -> None:
                 theirs = processor(mx.array(context), theirs)
             ours = me.processed(logits, context, sampling)
             assert torch.allclose(ours, torch.tensor(mx.array(theirs).tolist()[0]), atol=1e-5)
+
+
+def test_rope_base_is_carried_from_rope_parameters(tmp_path: Path) -> None:
+    """transformers 5 nests the RoPE base; mlx-lm's llama reads only a top-level rope_theta
+    (docs/findings/mlx_lm_llama_rope_parameters.md), so the adapter hands it over."""
+    import json
+
+    def folder(name: str, config: dict[str, object]) -> Path:
+        out = tmp_path / name
+        out.mkdir()
+        (out / "config.json").write_text(json.dumps(config))
+        return out
+
+    nested = {"rope_parameters": {"rope_theta": 100000.0, "rope_type": "default"}}
+    assert me.rope_override(folder("v5", nested)) == {"rope_theta": 100000.0}
+    assert me.rope_override(folder("v4", {**nested, "rope_theta": 100000.0})) == {}
+    assert me.rope_override(folder("none", {"vocab_size": 8})) == {}
+    scaled = {"rope_parameters": {"rope_theta": 5e5, "rope_type": "llama3", "factor": 8.0}}
+    with pytest.raises(ValueError, match="rope_type 'llama3' is not carried over"):
+        me.rope_override(folder("scaled", scaled))
