@@ -391,7 +391,13 @@ def audit_mlx(session: nox.Session) -> None:
     (torch 754 MB and transformers 120 MB for the HF law; mlx 26 MB, mlx-lm 6 MB). mlx on this
     CPU runs about 16 ms per token, so docs/results/real_engines.md's figures use `-- --runs 4300`
     (T = 1 and truncated) and `--runs 2000` (repetition penalty); greedy runs at the audit's 50.
-    Writes
+    On SmolLM2-135M-Instruct, with Debian's OpenBLAS preloaded (the wheel's reference BLAS takes
+    20 s for one 53-token forward pass here, OpenBLAS 1 s; docs/results/real_engines.md says
+    how):
+    `LD_PRELOAD=.../libopenblas.so.0 python3 -m nox -s audit-mlx -- --model smollm2 --delta 0.5
+    --binned-cells 0 --only NAME ...` (118 runs a sampled configuration, 50 greedy); on
+    2026-12-07/08 at a load average of 10-15 each control took 227-460 s and each draft-model
+    configuration 427-974 s, 4,599 s (77 min) for the 8 configurations run. Writes
     the mlx-lm entries of benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
