@@ -7,6 +7,7 @@ worked by hand). The test that runs the engine needs onnxruntime_genai and the m
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,13 +27,30 @@ NO_ORTGENAI_REASON = "onnxruntime_genai is installed only in the audit-ortgenai 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:
     configs = oe.configurations(TINY)
     assert_each_beside_its_control(configs)
-    drafted = {(c.sampling_label, c.drafter) for c in configs if c.drafter != "none"}
-    # the draft model and n-gram drafting in each of three settings, at T = 1 also the target
-    assert len(drafted) == 7
+    drafted = {(c.sampling_label, c.drafter, c.batch) for c in configs if c.drafter != "none"}
+    # the draft model and n-gram drafting in each of six settings, at T = 1 also the target,
+    # and the draft model with 4 requests per call
+    assert len(drafted) == 14
     assert oe.by_name("greedy draft model k=3", TINY).greedy
     assert oe.by_name("T=1 n-gram k=3", TINY).label == "n-gram k=3"
+    many = oe.by_name("T=1 draft model k=3, 4 requests per call", TINY)
+    assert many.batch == 4 and many.control == "T=1 no draft, 4 requests per call"
+    assert oe.by_name(many.control, TINY).batch == 4
+    assert oe.by_name("penalties draft model k=3", TINY).control == "penalties no draft"
     with pytest.raises(KeyError, match="no ONNX Runtime GenAI configuration"):
         oe.by_name("nonsense", TINY)
+
+
+def test_penalties_run_after_the_prompt_cut_before_its_last_eos() -> None:
+    model = replace(TINY, penalty_prompt=(4, 1, 7, 3, 7, 5), eos=(7,))
+    assert oe.turn_end_prompt(model) == (4, 1, 7, 3)
+    assert oe.turn_end_prompt(replace(TINY, penalty_prompt=(4, 1, 3))) == (4, 1, 3)
+    config = oe.by_name("penalties n-gram k=3", model)
+    assert config.prompt == (4, 1, 7, 3)
+    options = oe.search_options(config, 9, 2)
+    assert options["repetition_penalty"] == 1.3 and options["min_length"] == 4 + 2
+    greedy = oe.search_options(oe.by_name("greedy-penalties draft model k=3", model), 12, 0)
+    assert greedy["min_length"] == 6 and greedy["do_sample"] is False
 
 
 def test_each_configuration_runs_in_its_own_process() -> None:
@@ -92,6 +110,50 @@ def test_chain_top_k_then_softmax_at_the_temperature_then_top_p() -> None:
     assert torch.allclose(full, torch.softmax(logits.double(), -1))
 
 
+def test_penalties_mask_eos_then_scale_each_token_seen_once() -> None:
+    logits = torch.tensor([2.0, -1.0, 0.5, 3.0])
+    sampling = {"repetition_penalty": 2.0, "min_length": 4}
+    # a sequence of 3 (< 4): EOS (id 3) masked; tokens 0 and 1 seen (1 twice, scaled once):
+    # the positive logit halved, the negative one doubled
+    out = oe.penalised(logits, [1, 0, 1], sampling, (3,))
+    assert out.tolist() == [1.0, -2.0, 0.5, -float("inf")]
+    # at the length min_length EOS is free again
+    assert oe.penalised(logits, [1, 0, 1, 2], sampling, (3,)).tolist() == [1.0, -2.0, 0.25, 3.0]
+    assert torch.equal(oe.penalised(logits, [0], {}, (3,)), logits.double())
+
+
+def test_rounds_are_read_from_the_statistics_around_each_step() -> None:
+    stats = {"rounds": 1, "draft_tokens_proposed": 3, "draft_tokens_accepted": 2,
+             "standard_fallback_steps": 0}  # fmt: skip
+    assert oe.round_of(stats, stats) is None  # a buffered token handed out
+    after = {**stats, "rounds": 2, "draft_tokens_proposed": 6, "draft_tokens_accepted": 3}
+    assert oe.round_of(stats, after) == (3, 1)
+    assert oe.round_of(stats, {**stats, "standard_fallback_steps": 1}) == (0, 0)
+    # (drafted, accepted, tokens seen): whole rounds kept as they are
+    assert oe.visible_rounds(((3, 1, 2), (0, 0, 1), (3, 3, 4)), False) == ((3, 1), (0, 0), (3, 3))
+    # an accepted EOS draft (the second token seen) ends the run: one accepted draft
+    assert oe.visible_rounds(((3, 3, 2),), True) == ((3, 1),)
+    # the length limit cut a round that accepted all its drafts: its bonus token is lost
+    assert oe.visible_rounds(((1, 1, 1),), False) == ((1, 1),)
+    with pytest.raises(RuntimeError, match="handed out 1 tokens"):
+        oe.visible_rounds(((3, 2, 1), (3, 0, 1)), False)
+
+
+def test_the_guided_mask_follows_the_answers_then_allows_eos() -> None:
+    pieces = {"P": (1,), "Par": (2,), "aris": (3,), "is": (4,), ".": (5,), "L": (6,),
+              "ondon.": (7,), "Paris": (8, 9), "x": (10,)}  # fmt: skip
+    answers = oe.Answers(("Paris.", "London."), pieces, (0,))
+    assert answers.allowed("") == [1, 2, 6, 8, 9]
+    assert answers.allowed("Par") == [4]
+    assert answers.allowed("P") == [3]  # "aris" (then "."), never "ar" alone: no such piece
+    assert answers.allowed("Paris") == [5]
+    assert answers.allowed("Paris.") == [0]  # a whole answer: only EOS
+    assert answers.allowed("L") == [7]
+    assert oe.GUIDANCE == "(Paris|London|Berlin|Rome|Madrid)\\."
+    config = oe.by_name("guided n-gram k=3", TINY)
+    assert config.sampling["guidance"] == oe.GUIDANCE and config.control == "guided no draft"
+
+
 def test_trace_sums_statistics() -> None:
     trace = oe.SpeculativeTrace()
     trace.add({"rounds": 2, "draft_tokens_accepted": 1, "other": 9})
@@ -115,7 +177,8 @@ def test_the_engine_runs_each_drafter_and_reports_eos(tmp_path: Path) -> None:
     target = load_target(tmp_path / "target")
     for name in ("T=1 no draft", "T=1 draft model k=3", "T=1 n-gram k=3"):
         config = oe.by_name(name, TINY)
-        engine = oe.ortgenai_engine(config, exports, target, oe.SpeculativeTrace(), (EOS,))
+        laws = (oe.ortgenai_probs(target, config.sampling, (EOS,)), None)
+        engine = oe.ortgenai_engine(config, exports, laws, oe.SpeculativeTrace(), (EOS,))
         for seed in range(40):
             tokens = engine.generate(config.prompt, 5, seed).tokens
             assert all(0 <= t < VOCAB for t in tokens)

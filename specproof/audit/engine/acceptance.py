@@ -3,7 +3,9 @@ engine whose draft law is known (``Engine.draft_probs``) and whose runs record t
 
 Each round (d drafted, m accepted) of a run that had emitted t tokens proposed its j-th draft at
 the prefix prompt + tokens[: t + j]; proposals j = 0..min(m, d - 1) were tested (the first m
-accepted, the next one rejected when m < d), the rest were never looked at. A correct engine
+accepted, the next one rejected when m < d), the rest were never looked at; the last round may
+end one token past the run when it accepted every draft (an engine that stops at its length
+limit drops that round's bonus token, as ONNX Runtime GenAI does). A correct engine
 accepts a proposal with probability a = sum over non-EOS x of min(p(x), q(x)), p and q the
 target's and drafter's processed laws at its prefix, both teacher-forced on the run's own
 tokens. EOS is left out of the sum because an accepted EOS draft ends the run and counts as
@@ -40,6 +42,7 @@ def proposals_of(run: Emission) -> tuple[list[int], list[bool]] | str:
     positions: list[int] = []
     accepted: list[bool] = []
     emitted = 0
+    dropped_bonus = False
     for index, (drafted, matched) in enumerate(run.rounds):
         if not 0 <= matched <= drafted:
             return f"round {index} accepts {matched} of {drafted} drafts"
@@ -47,9 +50,12 @@ def proposals_of(run: Emission) -> tuple[list[int], list[bool]] | str:
             positions.append(emitted + j)
             accepted.append(j < matched)
         emitted += matched + 1
-        if emitted > len(run.tokens):
+        last = index == len(run.rounds) - 1
+        # An engine that stops at its length limit may drop the bonus token of its last round.
+        dropped_bonus = last and matched == drafted > 0 and emitted == len(run.tokens) + 1
+        if emitted > len(run.tokens) and not dropped_bonus:
             return f"round {index} ends at token {emitted}, after the run's {len(run.tokens)}"
-    if emitted != len(run.tokens):
+    if emitted != len(run.tokens) and not dropped_bonus:
         return f"the rounds emit {emitted} tokens, the run {len(run.tokens)}"
     return positions, accepted
 
