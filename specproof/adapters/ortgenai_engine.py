@@ -90,8 +90,9 @@ BATCH = 4
 """Requests per call of the batched configurations."""
 ANSWERS = ("Paris", "London", "Berlin", "Rome", "Madrid")
 GUIDANCE = f"({'|'.join(ANSWERS)})\\."
-"""The guided configurations' grammar (a regex; the engine's fast-forward tokens off): one of
-a few words and a full stop, then EOS."""
+"""The guided configurations' grammar (a regex): one of a few words and a full stop, then EOS.
+No two words share a first letter, so with the engine's fast-forward tokens on, everything
+after the first token is forced."""
 STATS = (
     "rounds",
     "draft_tokens_evaluated",
@@ -159,6 +160,8 @@ def settings(model: AuditModel) -> list[Setting]:
          end),
         ("guided", {**T1, **top, "guidance": GUIDANCE}, f"T = 1, top-k {TOP_K}, regex {GUIDANCE}",
          model.prompt),
+        ("guided-ff", {**T1, **top, "guidance": GUIDANCE, "fast_forward": True},
+         f"T = 1, top-k {TOP_K}, regex {GUIDANCE}, fast-forward tokens", model.prompt),
     ]  # fmt: skip
 
 
@@ -279,6 +282,36 @@ class Answers:
                     out.update(self.pieces.get(rest[:end], ()))
         return sorted(out)
 
+    def forced(self, text: str) -> str:
+        """The text every answer still open after ``text`` continues with (none once ``text``
+        is a whole answer)."""
+        rests = [a[len(text) :] for a in self.answers if a.startswith(text) and a != text]
+        if not rests or text in self.answers:
+            return ""
+        common = rests[0]
+        for rest in rests[1:]:
+            while not rest.startswith(common):
+                common = common[:-1]
+        return common
+
+    def next_tokens(
+        self, tokens: Sequence[int], decode: Callable[[list[int]], str],
+        encode: Callable[[str], list[int]] | None,
+    ) -> int | list[int]:  # fmt: skip
+        """After the generated ``tokens``: the token the engine forces next (with ``encode``,
+        fast-forward on: the forced text after each sampled token, as the tokenizer encodes
+        it, is appended without sampling), or the tokens the mask allows."""
+        text = ""
+        pending: list[int] = []
+        for token in tokens:
+            text += decode([token])
+            if pending:
+                pending.pop(0)
+            elif encode is not None:
+                rest = self.forced(text)
+                pending = encode(rest) if rest else []
+        return pending[0] if pending else self.allowed(text)
+
 
 def answers_of(folder: Path, eos: Sequence[int]) -> Answers:
     """:data:`ANSWERS` as a mask over the tokenizer in ``folder`` (special tokens excluded)."""
@@ -294,14 +327,24 @@ def answers_of(folder: Path, eos: Sequence[int]) -> Answers:
     return Answers(tuple(f"{answer}." for answer in ANSWERS), frozen, tuple(eos))
 
 
+@dataclass(frozen=True)
+class Guide:
+    """What a guided row needs: the grammar's mask, the tokenizer (``encode`` None: no
+    fast-forward tokens) and where the generated tokens start."""
+
+    answers: Answers
+    decode: Callable[[list[int]], str]
+    encode: Callable[[str], list[int]] | None
+    start: int
+
+
 def ortgenai_probs(
-    hf: Any, sampling: Mapping[str, Any], eos: Sequence[int],
-    guide: tuple[Answers, Callable[[list[int]], str], int] | None = None,
-) -> TargetProbs:  # fmt: skip
+    hf: Any, sampling: Mapping[str, Any], eos: Sequence[int], guide: Guide | None = None
+) -> TargetProbs:
     """[B, L] -> [B, L, V]: an HF model's logits through ONNX Runtime GenAI's penalties and
     chain, each row after its own prefix (the target's law, or the draft model's); ``guide``:
-    (the grammar's mask, the tokenizer's decode, the prompt's length) for guided rows, whose
-    tokens outside the mask after the prompt get no mass."""
+    guided rows after the prompt keep only the tokens the grammar allows, or the one it
+    forces."""
 
     def probs(sequences: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
@@ -313,9 +356,10 @@ def ortgenai_probs(
             row = sequences[b].tolist()
             for t in range(sequences.shape[1]) if per_row else ():
                 scores[t] = penalised(scores[t], row[: t + 1], sampling, eos)
-                if guide is not None and t + 1 >= guide[2]:
-                    answers, decode, start = guide
-                    allowed = answers.allowed(decode(row[start : t + 1]))
+                if guide is not None and t + 1 >= guide.start:
+                    generated = row[guide.start : t + 1]
+                    allowed = guide.answers.next_tokens(generated, guide.decode, guide.encode)
+                    allowed = [allowed] if isinstance(allowed, int) else allowed
                     kept = torch.full_like(scores[t], -torch.inf)
                     kept[allowed] = scores[t, allowed]
                     scores[t] = kept
@@ -540,7 +584,8 @@ def ortgenai_engine(
         if speculative:
             params.set_speculative_options(**speculative)
         if guided:
-            params.set_guidance("regex", str(config.sampling["guidance"]))
+            fast_forward = bool(config.sampling.get("fast_forward"))
+            params.set_guidance("regex", str(config.sampling["guidance"]), fast_forward)
         made = og.Generator(model, params)
         made.append_tokens(np.array([list(p) for p in prompts], dtype=np.int32))
         return made
@@ -563,6 +608,9 @@ def ortgenai_engine(
                 before = after
         committed = [int(t) for t in made.get_sequence(0)[len(prompt) :]]
         ended = any(t in eos for t in new)
+        if config.sampling.get("fast_forward") and not speculative:
+            # The plain path appends forced tokens to the sequence without handing them out.
+            new = committed + new[-1:] if ended and new[-1] not in committed[-1:] else committed
         if committed != new[: len(committed)] or len(new) - len(committed) > ended:
             raise RuntimeError(f"step tokens {new} disagree with the sequence {committed}")
         if speculative:
@@ -615,7 +663,10 @@ def laws_of(config: OrtConfig, model: AuditModel, target: Any) -> tuple[TargetPr
         from transformers import AutoTokenizer
 
         tokenizer: Any = AutoTokenizer.from_pretrained(model.target)
-        guide = (answers_of(model.target, model.eos), tokenizer.decode, len(config.prompt))
+        encode = partial(tokenizer.encode, add_special_tokens=False)
+        guide = Guide(answers_of(model.target, model.eos), tokenizer.decode,
+                      encode if config.sampling.get("fast_forward") else None,
+                      len(config.prompt))  # fmt: skip
         return ortgenai_probs(target, config.sampling, model.eos, guide), None
     target_probs = ortgenai_probs(target, config.sampling, model.eos)
     if config.greedy or config.drafter not in ("draft", "target"):

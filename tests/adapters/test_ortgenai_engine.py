@@ -28,9 +28,9 @@ def test_every_speculative_configuration_sits_beside_its_control() -> None:
     configs = oe.configurations(TINY)
     assert_each_beside_its_control(configs)
     drafted = {(c.sampling_label, c.drafter, c.batch) for c in configs if c.drafter != "none"}
-    # the draft model and n-gram drafting in each of six settings, at T = 1 also the target,
+    # the draft model and n-gram drafting in each of seven settings, at T = 1 also the target,
     # and the draft model with 4 requests per call
-    assert len(drafted) == 14
+    assert len(drafted) == 16
     assert oe.by_name("greedy draft model k=3", TINY).greedy
     assert oe.by_name("T=1 n-gram k=3", TINY).label == "n-gram k=3"
     many = oe.by_name("T=1 draft model k=3, 4 requests per call", TINY)
@@ -149,6 +149,16 @@ def test_the_guided_mask_follows_the_answers_then_allows_eos() -> None:
     assert answers.allowed("Paris") == [5]
     assert answers.allowed("Paris.") == [0]  # a whole answer: only EOS
     assert answers.allowed("L") == [7]
+    # fast-forward: after a sampled token the text every open answer continues with is forced
+    assert answers.forced("") == "" and answers.forced("L") == "ondon."
+    assert answers.forced("Paris.") == ""
+    assert oe.Answers(("ab.", "ac."), {}, (0,)).forced("") == "a"
+    decode = {1: "P", 6: "L", 7: "ondon.", 11: "ondon", 5: "."}.__getitem__
+    encode = {"ondon.": [11, 5], "aris.": [3, 5]}.__getitem__
+    assert answers.next_tokens([6], lambda ids: decode(ids[0]), encode) == 11
+    assert answers.next_tokens([6, 11], lambda ids: decode(ids[0]), encode) == 5
+    assert answers.next_tokens([6, 11, 5], lambda ids: decode(ids[0]), encode) == [0]
+    assert answers.next_tokens([6], lambda ids: decode(ids[0]), None) == [7]
     assert oe.GUIDANCE == "(Paris|London|Berlin|Rome|Madrid)\\."
     config = oe.by_name("guided n-gram k=3", TINY)
     assert config.sampling["guidance"] == oe.GUIDANCE and config.control == "guided no draft"
