@@ -28,9 +28,9 @@ def test_every_speculative_configuration_sits_beside_its_control() -> None:
     configs = oe.configurations(TINY)
     assert_each_beside_its_control(configs)
     drafted = {(c.sampling_label, c.drafter, c.batch) for c in configs if c.drafter != "none"}
-    # the draft model and n-gram drafting in each of seven settings, at T = 1 also the target,
+    # the draft model and n-gram drafting in each of eight settings, at T = 1 also the target,
     # and the draft model with 4 requests per call
-    assert len(drafted) == 16
+    assert len(drafted) == 18
     assert oe.by_name("greedy draft model k=3", TINY).greedy
     assert oe.by_name("T=1 n-gram k=3", TINY).label == "n-gram k=3"
     many = oe.by_name("T=1 draft model k=3, 4 requests per call", TINY)
