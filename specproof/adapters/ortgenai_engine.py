@@ -93,6 +93,8 @@ GUIDANCE = f"({'|'.join(ANSWERS)})\\."
 """The guided configurations' grammar (a regex): one of a few words and a full stop, then EOS.
 No two words share a first letter, so with the engine's fast-forward tokens on, everything
 after the first token is forced."""
+GRAMMAR_VOCAB = 64
+"""Guided settings only above this vocabulary: a tokenizer of a few ids spells no word."""
 STATS = (
     "rounds",
     "draft_tokens_evaluated",
@@ -148,12 +150,13 @@ def settings(model: AuditModel) -> list[Setting]:
     takes most of EOS's mass: on SmolLM2 from 0.82 to 0.04 at the first position). The
     penalised and guided settings sample at top-k :data:`TOP_K`: the engine's correction after
     a rejection pairs every kept target token with a search of the draft's kept tokens, about a
-    second a rejection at top_k = V = 49,152 on this machine."""
+    second a rejection at top_k = V = 49,152 on this machine. Guided settings only for a real
+    vocabulary (above :data:`GRAMMAR_VOCAB`)."""
     every = {"top_k": model.vocab}
     top = {"top_k": min(TOP_K, model.vocab)}
     end = turn_end_prompt(model)
     penalised = f"top-k {TOP_K}, repetition penalty {PENALTY}, min_length prompt + {MIN_NEW}"
-    return [
+    out: list[Setting] = [
         ("T=1", {**T1, **every}, "T = 1", model.lookup),
         ("truncated", TRUNCATED, "T = 0.8, top-k 5, top-p 0.9", model.prompt),
         ("greedy", {**GREEDY, **every}, "greedy (do_sample off)", model.prompt),
@@ -162,11 +165,15 @@ def settings(model: AuditModel) -> list[Setting]:
          f"T = 1, top-k {TOP_K}, min_length prompt + {MIN_NEW}", end),
         ("greedy-penalties", {**GREEDY, **every, **penalties(model)}, f"greedy, {penalised}",
          end),
-        ("guided", {**T1, **top, "guidance": GUIDANCE}, f"T = 1, top-k {TOP_K}, regex {GUIDANCE}",
-         model.prompt),
-        ("guided-ff", {**T1, **top, "guidance": GUIDANCE, "fast_forward": True},
-         f"T = 1, top-k {TOP_K}, regex {GUIDANCE}, fast-forward tokens", model.prompt),
     ]  # fmt: skip
+    if model.vocab > GRAMMAR_VOCAB:
+        out += [
+            ("guided", {**T1, **top, "guidance": GUIDANCE},
+             f"T = 1, top-k {TOP_K}, regex {GUIDANCE}", model.prompt),
+            ("guided-ff", {**T1, **top, "guidance": GUIDANCE, "fast_forward": True},
+             f"T = 1, top-k {TOP_K}, regex {GUIDANCE}, fast-forward tokens", model.prompt),
+        ]  # fmt: skip
+    return out
 
 
 def configurations(model: AuditModel) -> list[OrtConfig]:

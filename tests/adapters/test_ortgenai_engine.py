@@ -19,18 +19,23 @@ from specproof.adapters.registry import engine_named, engine_names
 from specproof.subjects.real_models import tiny_model
 
 TINY = tiny_model(Path("models"))
+REAL_VOCAB = replace(TINY, vocab=49_152)
+"""The tiny model's names at a real vocabulary, where the guided settings exist."""
 
 NO_ORTGENAI = importlib.util.find_spec("onnxruntime_genai") is None
 NO_ORTGENAI_REASON = "onnxruntime_genai is installed only in the audit-ortgenai venv"
 
 
 def test_every_speculative_configuration_sits_beside_its_control() -> None:
-    configs = oe.configurations(TINY)
+    configs = oe.configurations(REAL_VOCAB)
     assert_each_beside_its_control(configs)
     drafted = {(c.sampling_label, c.drafter, c.batch) for c in configs if c.drafter != "none"}
     # the draft model and n-gram drafting in each of eight settings, at T = 1 also the target,
     # and the draft model with 4 requests per call
     assert len(drafted) == 18
+    # a vocabulary of 8 spells no word of the grammar: no guided setting
+    assert not [c for c in oe.configurations(TINY) if "guidance" in c.sampling]
+    assert len([c for c in oe.configurations(TINY) if c.drafter != "none"]) == 14
     assert oe.by_name("greedy draft model k=3", TINY).greedy
     assert oe.by_name("T=1 n-gram k=3", TINY).label == "n-gram k=3"
     many = oe.by_name("T=1 draft model k=3, 4 requests per call", TINY)
@@ -160,7 +165,7 @@ def test_the_guided_mask_follows_the_answers_then_allows_eos() -> None:
     assert answers.next_tokens([6, 11, 5], lambda ids: decode(ids[0]), encode) == [0]
     assert answers.next_tokens([6], lambda ids: decode(ids[0]), None) == [7]
     assert oe.GUIDANCE == "(Paris|London|Berlin|Rome|Madrid)\\."
-    config = oe.by_name("guided n-gram k=3", TINY)
+    config = oe.by_name("guided n-gram k=3", REAL_VOCAB)
     assert config.sampling["guidance"] == oe.GUIDANCE and config.control == "guided no draft"
 
 
