@@ -371,6 +371,8 @@ def ortgenai_probs(
                     generated = row[guide.start : t + 1]
                     allowed = guide.answers.next_tokens(generated, guide.decode, guide.encode)
                     allowed = [allowed] if isinstance(allowed, int) else allowed
+                    if not allowed:  # past the run's EOS (padding): a row no token is read from
+                        continue
                     kept = torch.full_like(scores[t], -torch.inf)
                     kept[allowed] = scores[t, allowed]
                     scores[t] = kept

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -167,6 +168,25 @@ def test_the_guided_mask_follows_the_answers_then_allows_eos() -> None:
     assert oe.GUIDANCE == "(Paris|London|Berlin|Rome|Madrid)\\."
     config = oe.by_name("guided n-gram k=3", REAL_VOCAB)
     assert config.sampling["guidance"] == oe.GUIDANCE and config.control == "guided no draft"
+
+
+def test_guided_rows_past_the_grammar_keep_the_plain_law() -> None:
+    """After EOS the audit pads a run; its text leaves the grammar and the row, never read,
+    stays the plain chain rather than a row without mass."""
+
+    class Logits:
+        def __call__(self, sequences: torch.Tensor) -> SimpleNamespace:
+            return SimpleNamespace(logits=torch.zeros(*sequences.shape, 4))
+
+    answers = oe.Answers(("a.",), {"a": (1,), ".": (2,)}, (3,))
+    pieces = {1: "a", 2: ".", 3: "<eos>", 0: "z"}
+    guide = oe.Guide(answers, lambda ids: "".join(pieces[i] for i in ids), None, 1)
+    sampling = {"do_sample": True, "temperature": 1.0, "top_k": 4, "top_p": 1.0}
+    probs = oe.ortgenai_probs(Logits(), sampling, (3,), guide)(torch.tensor([[0, 1, 2, 3, 0]]))
+    assert torch.isfinite(probs).all()
+    assert probs[0, 0].tolist() == [0, 1, 0, 0]  # after the prompt: only "a"
+    assert probs[0, 2].tolist() == [0, 0, 0, 1]  # a whole answer: only EOS
+    assert probs[0, 3].tolist() == [0.25] * 4  # past EOS: the plain law
 
 
 def test_trace_sums_statistics() -> None:
