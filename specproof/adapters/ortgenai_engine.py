@@ -91,8 +91,11 @@ BATCH = 4
 ANSWERS = ("Paris", "London", "Berlin", "Rome", "Madrid")
 GUIDANCE = f"({'|'.join(ANSWERS)})\\."
 """The guided configurations' grammar (a regex): one of a few words and a full stop, then EOS.
-No two words share a first letter, so with the engine's fast-forward tokens on, everything
-after the first token is forced."""
+No two words share a first letter, so everything after the first token is forced text. The
+engine's grammar (llguidance) then allows only the tokenizer's own encoding of that text, one
+token at a time (after "L" the engine wrote "ondon" in 37 runs of 37 where HF's law within
+the grammar puts 0.54 on "on" and 0.41 on "ond"); with fast-forward tokens on it commits
+those tokens without a forward pass. Both give the law :meth:`Answers.next_tokens` states."""
 GRAMMAR_VOCAB = 64
 """Guided settings only above this vocabulary: a tokenizer of a few ids spells no word."""
 STATS = (
@@ -309,9 +312,9 @@ class Answers:
         self, tokens: Sequence[int], decode: Callable[[list[int]], str],
         encode: Callable[[str], list[int]] | None,
     ) -> int | list[int]:  # fmt: skip
-        """After the generated ``tokens``: the token the engine forces next (with ``encode``,
-        fast-forward on: the forced text after each sampled token, as the tokenizer encodes
-        it, is appended without sampling), or the tokens the mask allows."""
+        """After the generated ``tokens``: the token the grammar forces next (with ``encode``:
+        the text forced after each freely chosen token, as the tokenizer encodes it, one token
+        at a time), or the tokens the mask allows."""
         text = ""
         pending: list[int] = []
         for token in tokens:
@@ -340,8 +343,9 @@ def answers_of(folder: Path, eos: Sequence[int]) -> Answers:
 
 @dataclass(frozen=True)
 class Guide:
-    """What a guided row needs: the grammar's mask, the tokenizer (``encode`` None: no
-    fast-forward tokens) and where the generated tokens start."""
+    """What a guided row needs: the grammar's mask, the tokenizer (``encode`` None: forced
+    text is not encoded, every token of the mask stays free) and where the generated tokens
+    start."""
 
     answers: Answers
     decode: Callable[[list[int]], str]
@@ -677,8 +681,7 @@ def laws_of(config: OrtConfig, model: AuditModel, target: Any) -> tuple[TargetPr
 
         tokenizer: Any = AutoTokenizer.from_pretrained(model.target)
         encode = partial(tokenizer.encode, add_special_tokens=False)
-        guide = Guide(answers_of(model.target, model.eos), tokenizer.decode,
-                      encode if config.sampling.get("fast_forward") else None,
+        guide = Guide(answers_of(model.target, model.eos), tokenizer.decode, encode,
                       len(config.prompt))  # fmt: skip
         return ortgenai_probs(target, config.sampling, model.eos, guide), None
     target_probs = ortgenai_probs(target, config.sampling, model.eos)
