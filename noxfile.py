@@ -499,7 +499,12 @@ def audit_ortgenai(session: nox.Session) -> None:
     configurations at the default n took 5 min 34 s at a load average of 3-4 (the committed
     table), the longest 22.5 s of audit; an earlier run at a load of 2-4 took 7 min 32 s, the
     longest 37 s. Its tests took 48 s. The whole session (venv reused) took 6 min 56 s.
-    Writes the ONNX Runtime GenAI entries of
+    On SmolLM2-135M-Instruct (``-- --model smollm2 --delta 0.4 --binned-cells 0 --no-functions
+    --only penalties guided "requests per call"``, 184 runs a sampled configuration): the export
+    37 s and the logit gap 144 s once (kept beside the export), then 1.5-14 minutes a
+    configuration on 2026-12-07 at a load average of 9-14 (the table's seconds column; the draft
+    model with penalties the longest, 842 s), 3,586 s for the 13 configurations (two invocations,
+    57 and 26 minutes of wall time). Writes the ONNX Runtime GenAI entries of
     benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
