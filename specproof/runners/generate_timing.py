@@ -19,10 +19,12 @@ before and after (the ratios need a quiet machine to mean what they say).
 from __future__ import annotations
 
 import argparse
+import cProfile
 import functools
 import json
 import os
 import platform
+import pstats
 import statistics
 import subprocess
 import sys
@@ -86,8 +88,12 @@ def resolved(name: str, scratch: Path) -> Any:
     raise ValueError(f"unknown model {name!r} (tiny or smollm2)")
 
 
-def time_model(model: Any, batches: Sequence[int], pairs: int, tokens: int) -> list[dict[str, Any]]:
-    """One engine on ``model``; per batch size, ``pairs`` ABBA pairs of ``LLM.generate`` calls."""
+def time_model(
+    model: Any, batches: Sequence[int], pairs: int, tokens: int, profile: bool = False
+) -> list[dict[str, Any]]:
+    """One engine on ``model``; per batch size, ``pairs`` ABBA pairs of ``LLM.generate`` calls
+    (``profile``: each side's calls under cProfile, its Python calls per call and per step
+    added to the row: a count the machine's load does not change)."""
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     os.environ.pop("TRITON_INTERPRET", None)
     from vllm.utils import cpu_triton_utils
@@ -124,6 +130,7 @@ def time_model(model: Any, batches: Sequence[int], pairs: int, tokens: int) -> l
 
     rows = []
     calls = [0]
+    profilers: dict[int, cProfile.Profile] = {}
     for batch in batches:
         prompts = [{"prompt_token_ids": list(model.prompt)}] * batch
 
@@ -139,15 +146,26 @@ def time_model(model: Any, batches: Sequence[int], pairs: int, tokens: int) -> l
             ]  # fmt: skip
             clock.reset()
             wall, cpu = time.perf_counter(), time.process_time()
+            if profile:
+                profilers[side].enable()
             llm.generate(prompts, params, use_tqdm=False)
+            if profile:
+                profilers[side].disable()
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             return wall, cpu, clock.seconds, clock.calls
 
         generate(0), generate(1)  # warm-up
+        profilers.update({0: cProfile.Profile(), 1: cProfile.Profile()})  # this batch's
         seen: dict[int, list[tuple[float, float, float, int]]] = {0: [], 1: []}
         for side in abba_order(pairs):
             seen[side].append(generate(side))
         rows.append(row_of(model.name, batch, tokens, pairs, seen, startup))
+        if profile:
+            for side, name in enumerate(SIDES):
+                calls_made = pstats.Stats(profilers[side]).total_calls  # type: ignore[attr-defined]
+                steps = sum(call[3] for call in seen[side])
+                rows[-1][name]["python_calls_per_call"] = calls_made / pairs
+                rows[-1][name]["python_calls_per_step"] = calls_made / max(steps, 1)
         print(line(rows[-1]), flush=True)
     vllm_verifier.uninstall()
     RejectionSampler.forward = own
@@ -232,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pairs", type=int, default=11, help="ABBA pairs per batch size")
     parser.add_argument("--tokens", type=int, default=24, help="tokens per request")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's)")
+    parser.add_argument(
+        "--profile", action="store_true", help="count Python calls per call and step (cProfile)"
+    )
     parser.add_argument("--json", type=Path, default=JSON_PATH)
     parser.add_argument("--markdown", type=Path, default=MD_PATH)
     args = parser.parse_args(argv)
@@ -248,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         if len(args.models) == 1:
             model = resolved(args.models[0], Path(scratch))
-            rows = time_model(model, args.batches, args.pairs, args.tokens)
+            rows = time_model(model, args.batches, args.pairs, args.tokens, args.profile)
         else:  # one process per model: a process starts one vLLM engine
             for name in args.models:
                 part = Path(scratch) / f"{name}.json"
@@ -257,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                            str(args.pairs), "--tokens", str(args.tokens), "--json", str(part),
                            "--markdown", str(Path(scratch) / f"{name}.md")]  # fmt: skip
                 command += ["--threads", str(args.threads)] if args.threads else []
+                command += ["--profile"] if args.profile else []
                 subprocess.run(command, check=True)
                 rows += json.loads(part.read_text())["rows"]
     result = {
