@@ -288,6 +288,12 @@ def every_configuration() -> list[VllmConfig]:
             "T=1 repetition penalty control",
         )
     )  # fmt: skip
+    out.append(
+        VllmConfig(
+            "T=1 repetition penalty draft model k=3, CPU expand kernel replaced", draft3, PENALTY,
+            label, "T=1 repetition penalty control", expand_fixed=True,
+        )
+    )  # fmt: skip
     mixed = "T = 1 seeded and unseeded, with greedy requests in the same batch"
     out.append(VllmConfig("mixed control", none, T1, mixed, mixed=True))
     out.append(
