@@ -63,7 +63,8 @@ SYNTHETIC_RATES = (0.9, 0.6, 0.3)
 kept at these rates whatever the target says)."""
 FP64_GUMBEL = (("use_fp64_gumbel", True),)
 GREEDY: dict[str, Any] = {"do_sample": False}
-EAGLE_LABELS = {"eagle": "EAGLE", "eagle3": "EAGLE-3"}
+EAGLE_LABELS = {"eagle": "EAGLE", "eagle3": "EAGLE-3", "dflash": "DFlash"}
+"""Drafters that are heads saved beside the target, each in a folder named after its method."""
 VERIFIER_NOTE = (
     "specproof's verification step installed (specproof.adapters.vllm_verifier.install: "
     "RejectionSampler.forward replaced; engine core and worker in this process)"
@@ -82,7 +83,7 @@ class Speculation:
     as its own draft), or an EAGLE / EAGLE-3 head of :mod:`specproof.subjects.real_eagle`, proposing
     ``k`` tokens."""
 
-    method: str  # "none", "ngram", "draft", "target", "eagle", "eagle3"
+    method: str  # "none", "ngram", "draft", "target", "eagle", "eagle3", "dflash"
     k: int = 0
 
     @property
@@ -237,11 +238,13 @@ def every_configuration() -> list[VllmConfig]:
         Speculation("eagle3", 3),
     ):
         out.append(VllmConfig(f"T=1 {speculation.label}", speculation, T1, "T = 1", "T=1 control"))
+    out.append(VllmConfig("T=1 DFlash k=3", Speculation("dflash", 3), T1, "T = 1", "T=1 control"))
     for speculation in (
         Speculation("ngram", 3),
         Speculation("draft", 3),
         Speculation("target", 3),
         Speculation("eagle", 3),
+        Speculation("dflash", 3),
     ):
         name = f"T=1 {speculation.label}, CPU expand kernel replaced"
         out.append(VllmConfig(name, speculation, T1, "T = 1", "T=1 control", expand_fixed=True))

