@@ -5,7 +5,8 @@
 - ``bugs``: the one catalogue of known bugs (public bug classes and mutants, one record type).
 - ``mutants``: the mutants as exact reference rules, and the search for adversarial cases;
   ``hf_mutants``: glue bugs patched into transformers' assisted generation on the tiny models.
-- ``tiny``, ``real_models``, ``real_eagle``: tiny models built from config (nothing downloaded)
+- ``tiny``, ``real_models``, ``real_eagle``, ``real_dflash``: tiny models built from config (nothing
+  downloaded)
   for HF transformers and for the real engines.
 - ``block_examples``, ``sequence_examples``, ``e2e_decoders``: engines for ``audit-engine``
   (DSpark-style rounds on tables, long runs to EOS, specproof's own end-to-end decoders);
