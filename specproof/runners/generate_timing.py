@@ -146,16 +146,18 @@ def time_model(
             ]  # fmt: skip
             clock.reset()
             wall, cpu = time.perf_counter(), time.process_time()
-            if profile:
-                profilers[side].enable()
+            profiler = profilers.get(side)  # none at the first warm-up
+            if profiler is not None:
+                profiler.enable()
             llm.generate(prompts, params, use_tqdm=False)
-            if profile:
-                profilers[side].disable()
+            if profiler is not None:
+                profiler.disable()
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             return wall, cpu, clock.seconds, clock.calls
 
         generate(0), generate(1)  # warm-up
-        profilers.update({0: cProfile.Profile(), 1: cProfile.Profile()})  # this batch's
+        if profile:  # this batch's calls only (the warm-up is not counted)
+            profilers.update({0: cProfile.Profile(), 1: cProfile.Profile()})
         seen: dict[int, list[tuple[float, float, float, int]]] = {0: [], 1: []}
         for side in abba_order(pairs):
             seen[side].append(generate(side))
