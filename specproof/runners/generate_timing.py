@@ -226,6 +226,11 @@ def markdown(result: dict[str, Any]) -> str:
                 f"Measured {meta['date']} on {meta['machine']}: torch {meta['torch']} with "
                 f"{meta['threads']} threads, vLLM {meta['vllm']}; load average "
                 f"{meta['load_before']} before, {meta['load_after']} after.",
+                *(
+                    f"Rows of an earlier run ended {run['date']} ({run['threads']} threads; "
+                    f"load average {run['load_before']} before, {run['load_after']} after)."
+                    for run in result.get("earlier_runs", [])
+                ),
                 "",
                 f"`LLM.generate`, draft model k = {K}, T = 1, seeded requests of "
                 f"{result['rows'][0]['tokens_per_request'] if result['rows'] else '-'} tokens, one "

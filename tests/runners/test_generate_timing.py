@@ -28,6 +28,12 @@ def test_ratios_are_taken_per_pair_and_steps_are_counted() -> None:
                                                  "threads": 1, "vllm": "v", "load_before": [1],
                                                  "load_after": [2]}})  # fmt: skip
     (line,) = [text for text in table.splitlines() if text.startswith("| m |")]
+    earlier = {"date": "e", "threads": 2, "load_before": [3], "load_after": [4]}
+    merged = markdown({"rows": [row], "machine": {"date": "d", "machine": "x", "torch": "t",
+                                                  "threads": 1, "vllm": "v", "load_before": [1],
+                                                  "load_after": [2]},
+                       "earlier_runs": [earlier]})  # fmt: skip
+    assert "Rows of an earlier run ended e (2 threads; load average [3] before" in merged
     assert "| 1.500 (1.500-1.500) | 2.000 (2.000-2.000) |" in line
     assert "| 11 / 11 |" in line
 
