@@ -512,3 +512,21 @@ def audit_ortgenai(session: nox.Session) -> None:
         "python", "-m", "specproof.runners.real_audit", "ortgenai", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
+
+
+@nox.session(
+    python="3.11", name="audit-dflash", venv_backend="venv", reuse_venv=True, default=False
+)
+def audit_dflash(session: nox.Session) -> None:
+    """The DFlash reference (dflash 0.1.0, its ``local`` extra: torch 2.13.0, transformers
+    5.15.0) audited in place on the tiny target with randomly initialised DFlash and DFlash2
+    drafters, in its own venv. INSTALL_AND_RUN_COST
+    Writes the DFlash reference's entries of benchmarks/engine_audit_real.json and .md."""
+    session.install("dflash[local]==0.1.0", "torch==2.13.0", "transformers==5.15.0", "scipy")
+    session.install("--no-deps", "-e", ".")
+    session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
+    session.run("python", "-m", "pytest", "tests/adapters/test_dflash_engine.py", "-q")
+    session.run(
+        "python", "-m", "specproof.runners.real_audit", "dflash", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip
