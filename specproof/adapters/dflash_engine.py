@@ -84,12 +84,13 @@ def configurations(model: AuditModel) -> list[SpeculativeConfig]:
     """Every audited configuration, each control first (the same loop with ``block_size`` 1):
     DFlash and DFlash2 drafting K tokens a round in every setting; runs stopping at EOS with
     DFlash (the stop is handled by the loop both drafters share)."""
-    options = {"k": K, "self_drafting": None, "greedy_tokens": GREEDY_TOKENS}
     stopping: Setting = ("T=1 EOS", STOPPING, "T = 1, stop at EOS", model.prompt)
     return [
-        *build_configurations(settings(model), DRAFTERS, **options),
-        *build_configurations([stopping], DRAFTERS[:1], **options),
-    ]
+        *build_configurations(settings(model), DRAFTERS, k=K, self_drafting=None,
+                              greedy_tokens=GREEDY_TOKENS),
+        *build_configurations([stopping], DRAFTERS[:1], k=K, self_drafting=None,
+                              greedy_tokens=GREEDY_TOKENS),
+    ]  # fmt: skip
 
 
 def stops_at_eos(config: SpeculativeConfig) -> bool:
@@ -140,7 +141,8 @@ def draft_config(kind: str, target_config: Any, vocab: int) -> Any:
     from transformers import Qwen3Config
 
     heads = target_config.num_attention_heads
-    return Qwen3Config(
+    config: Any = Qwen3Config  # it keeps the keys it does not define (dflash's own) as attributes
+    return config(
         vocab_size=vocab,
         hidden_size=target_config.hidden_size,
         intermediate_size=2 * target_config.hidden_size,

@@ -17,6 +17,7 @@ from real_engine_configs import assert_each_beside_its_control
 from specproof.adapters import dflash_engine as de
 from specproof.adapters.hf import processors_for
 from specproof.adapters.registry import engine_named, engine_names
+from specproof.audit.engine.subject import Emission, Engine
 from specproof.subjects.real_models import tiny_model
 
 TINY = tiny_model(Path("models"))
@@ -87,6 +88,13 @@ def test_rounds_are_the_drafts_matching_the_committed_tokens() -> None:
     assert de.rounds_of([(0, (1,)), (1, (3, 5, 6))], [1, 3, 5]) == ((2, 1),)
 
 
+def emitted(engine: Engine, prompt: tuple[int, ...], seed: int) -> Emission:
+    """One run of ``engine`` (the adapter's runs carry their rounds)."""
+    run = engine.generate(prompt, 5, seed)
+    assert isinstance(run, Emission)
+    return run
+
+
 def tiny_target(tmp_path: Path) -> Any:
     from specproof.adapters.hf import load_hf
     from specproof.subjects.real_models import build_models
@@ -135,7 +143,7 @@ def test_rounds_read_from_the_inputs_are_the_verifiers_own(
     engine = de.dflash_engine(de.by_name(name, model), target, target, model)
     for seed in range(30):
         verified.clear()
-        run = engine.generate(model.prompt, 5, seed)
+        run = emitted(engine, model.prompt, seed)
         assert len(run.tokens) == 5 and all(0 <= t < model.vocab for t in run.tokens)
         assert list(run.rounds) == verified, (seed, run)
     assert engine.max_draft == de.K
@@ -146,12 +154,12 @@ def test_the_control_drafts_nothing_and_eos_ends_a_run(tmp_path: Path) -> None:
     target = tiny_target(tmp_path)
     model = tiny_model(tmp_path)
     control = de.dflash_engine(de.by_name("T=1 no draft", model), target, target, model)
-    assert all(not control.generate(model.prompt, 5, s).rounds for s in range(10))
+    assert all(not emitted(control, model.prompt, s).rounds for s in range(10))
     stopping = de.dflash_engine(de.by_name("T=1 EOS DFlash k=3", model), target, target, model)
     assert stopping.eos_ids == frozenset(model.eos)
     ended = 0
     for seed in range(60):
-        tokens = stopping.generate(model.prompt, 5, seed).tokens
+        tokens = emitted(stopping, model.prompt, seed).tokens
         assert all(t not in model.eos for t in tokens[:-1]), (seed, tokens)
         assert len(tokens) == 5 or tokens[-1] in model.eos, (seed, tokens)
         ended += len(tokens) < 5
