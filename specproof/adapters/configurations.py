@@ -18,11 +18,13 @@ DRAFTER_LABELS = {
     "target": "draft = target",
     "lookup": "prompt lookup",
     "ngram": "n-gram",
-    "dflash": "DFlash",
+    "dflash": "DFlash block",
+    "dflash1": "DFlash",
     "dflash2": "DFlash2",
 }
 """What each drafter is called in a configuration's name ("target": a second copy of the
-target drafting for itself, so a correct verifier accepts every draft)."""
+target drafting for itself, so a correct verifier accepts every draft; "dflash": transformers'
+DFlash generator; "dflash1", "dflash2": the DFlash reference implementation's two drafters)."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class SpeculativeConfig:
     tokens: int = 5
     prompt: tuple[int, ...] = ()
     """The audited prompt (every configuration built here is given its setting's)."""
+    lossy_by_design: bool = False
+    """A must-fail control: the engine is asked for a lossy mode, so PASS would be the finding."""
 
     @property
     def label(self) -> str:

@@ -58,7 +58,7 @@ GREEDY = {**T1, "do_sample": False}
 STOPPING = {**T1, "stop_at_eos": True}
 """T = 1 with the model's EOS ids as ``stop_token_ids`` (elsewhere EOS is an ordinary token)."""
 GREEDY_TOKENS = 8
-DRAFTERS = ("dflash", "dflash2")
+DRAFTERS = ("dflash1", "dflash2")
 DRAFT_LAYERS = 1
 DRAFT_SEED = 1
 DRAFT_SCALE = 0.2
@@ -159,12 +159,12 @@ def draft_config(kind: str, target_config: Any, vocab: int) -> Any:
 
 
 def build_drafter(kind: str, target: Any, vocab: int, seed: int = DRAFT_SEED) -> Any:
-    """A randomly initialised drafter of ``kind`` ("dflash" or "dflash2") for ``target``,
+    """A randomly initialised drafter of ``kind`` ("dflash1": DFlash, or "dflash2") for ``target``,
     float32, eval mode, the same for the same seed. DFlash2's convolution kernels are left
     uninitialised by the package's ``post_init`` (``torch.empty``): drawn here."""
     from dflash.model import DFlash2DraftModel, DFlashDraftModel
 
-    cls = {"dflash": DFlashDraftModel, "dflash2": DFlash2DraftModel}[kind]
+    cls = {"dflash1": DFlashDraftModel, "dflash2": DFlash2DraftModel}[kind]
     torch.manual_seed(seed)
     drafter = cls(draft_config(kind, target.config, vocab)).to(torch.float32).eval()
     generator = torch.Generator().manual_seed(seed)
@@ -221,7 +221,7 @@ def dflash_engine(
     generator; the control runs the DFlash drafter's loop with ``block_size`` 1."""
     from dflash.model import dflash_generate
 
-    kind = "dflash" if config.drafter == "none" else config.drafter
+    kind = "dflash1" if config.drafter == "none" else config.drafter
     drafter = build_drafter(kind, target, model.vocab)
     stop = list(model.eos) if stops_at_eos(config) else None
     block_size = 1 if config.drafter == "none" else config.k + 1

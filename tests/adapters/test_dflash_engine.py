@@ -67,7 +67,7 @@ def test_the_law_applies_the_same_sampling_and_no_default_top_k() -> None:
 
 def test_drafter_options() -> None:
     target = SimpleNamespace(hidden_size=64)
-    assert de.draft_options("dflash", target, 8) == {"block_size": 4, "mask_token_id": 0}
+    assert de.draft_options("dflash1", target, 8) == {"block_size": 4, "mask_token_id": 0}
     two = de.draft_options("dflash2", target, 8)
     assert two["conv_group_size"] == 16 and two["selector_top_k"] == 4
     # a width that 16 does not divide and a vocabulary smaller than the selector's top-k
