@@ -201,16 +201,29 @@ def chat_prompt(folder: Path, question: str) -> tuple[int, ...]:
     return tuple(int(t) for t in ids)
 
 
-def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> AuditModel:
-    """The model, its folders made once under ``cache`` (default :func:`cache_folder`)."""
-    folder = (cache or cache_folder()) / "smollm2-135m-instruct"
+def model_folder(cache: Path | None = None) -> Path:
+    """Where the model's folders live under ``cache`` (default :func:`cache_folder`)."""
+    return (cache or cache_folder()) / "smollm2-135m-instruct"
+
+
+def float_folder(cache: Path | None = None, say: Callable[[str], None] = print) -> Path:
+    """The float32 HF folder of the target, fetched and dequantised once: the one path by
+    which every user of the weights (the engine audits, the end-to-end target) gets them."""
+    folder = model_folder(cache)
     target = folder / "float32"
-    draft = folder / f"noised-{DRAFT_NOISE:g}-seed-{DRAFT_SEED}"
-    truncated = folder / f"truncated-{TRUNCATED_LAYERS}"
     if not target.exists():
         gguf = fetch_gguf(folder, say)
         say(f"dequantising {gguf.name} into {target}")
         write_float_folder(gguf, target)
+    return target
+
+
+def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> AuditModel:
+    """The model, its folders made once under ``cache`` (default :func:`cache_folder`)."""
+    folder = model_folder(cache)
+    target = float_folder(cache, say)
+    draft = folder / f"noised-{DRAFT_NOISE:g}-seed-{DRAFT_SEED}"
+    truncated = folder / f"truncated-{TRUNCATED_LAYERS}"
     if not draft.exists():
         say(f"writing the noised drafter {draft}")
         write_noised_copy(target, draft, DRAFT_NOISE, DRAFT_SEED)

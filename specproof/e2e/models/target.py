@@ -87,10 +87,18 @@ class KVCache:
     commits a prefix with :meth:`commit`; rolling back is not committing.
     """
 
-    def __init__(self, layers: int, batch: int, capacity: int, heads: int, head_dim: int) -> None:
+    def __init__(
+        self,
+        layers: int,
+        batch: int,
+        capacity: int,
+        heads: int,
+        head_dim: int,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         shape = (layers, batch, capacity, heads, head_dim)
-        self.keys = torch.zeros(shape)
-        self.values = torch.zeros(shape)
+        self.keys = torch.zeros(shape, dtype=dtype)
+        self.values = torch.zeros(shape, dtype=dtype)
         self.lengths = torch.zeros(batch, dtype=torch.int64)
         self.capacity = capacity
 
