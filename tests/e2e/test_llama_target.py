@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from e2e.tiny_llama import FEATURES, VOCAB, write_tiny_llama
 from specproof.reference.schedulers import FixedGamma
 
 from specproof.e2e.decoding.rounds import autoregressive_generate, speculative_generate
@@ -22,39 +23,10 @@ from specproof.e2e.models.dspark import DSparkConfig, DSparkDrafter
 from specproof.e2e.models.eagle import EagleConfig, EagleDrafter
 from specproof.e2e.models.llama_target import LlamaTarget, load_llama_target, spread_layers
 
-VOCAB = 97
-FEATURES = (0, 2)
-
 
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A random 4-layer Llama with grouped-query attention (4 heads, 2 KV heads), a rotary
-    theta other than the default and tied embeddings, saved by transformers."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        rope_theta=50_000.0,
-        rms_norm_eps=1e-5,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(config).eval()
-    with torch.no_grad():
-        for weight in model.parameters():  # far from the ones init: every weight matters
-            if weight.dim() > 1:
-                weight.normal_(0.0, 0.2)
-            else:
-                weight.normal_(1.0, 0.2)
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    model.save_pretrained(folder)
-    return folder
+    return write_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
 def hf_model(folder: Path, dtype: torch.dtype = torch.float32) -> torch.nn.Module:

@@ -19,7 +19,7 @@ from torch import nn
 
 from .drafting import Proposal, check_fused_layers, draw, position_weights
 from .markov_heads import NO_HEAD, SequentialHead, check_head, make_head
-from .target import Block, KVCache, Ragged, Target, TargetOutput, apply_rope, init_weights
+from .target import Block, FrozenTarget, KVCache, Ragged, TargetOutput, apply_rope, init_weights
 
 BLOCK_INPUTS = ("learned", "mask_token")
 
@@ -118,7 +118,7 @@ class DSparkDrafter(nn.Module):
     bias and the confidence's token term by those of :mod:`.markov_heads`.
     """
 
-    def __init__(self, target: Target, config: DSparkConfig) -> None:
+    def __init__(self, target: FrozenTarget, config: DSparkConfig) -> None:
         super().__init__()
         check_fused_layers(target)
         tc = target.config
@@ -154,7 +154,7 @@ class DSparkDrafter(nn.Module):
         self.sequential_head: SequentialHead | None = make_head(config.head, d, config.rank)
 
     @property
-    def frozen_target(self) -> Target:
+    def frozen_target(self) -> FrozenTarget:
         return self.target[0]
 
     def fused(self, features: torch.Tensor) -> torch.Tensor:
