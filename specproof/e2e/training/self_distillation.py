@@ -71,10 +71,12 @@ def continue_batch(
     temperature: float,
     stop_tokens: Sequence[int],
     generator: torch.Generator,
+    progress: Log | None = None,
+    every: int = 32,
 ) -> Continuations:
     """Continue every prompt by at most ``new_tokens`` draws from the target at
     ``temperature`` (0: greedy), one cached step for all requests still running; a request
-    stops after drawing a stop token."""
+    stops after drawing a stop token. ``progress`` hears of every ``every``-th step."""
     start = time.perf_counter()
     batch = len(prompts)
     lengths = torch.tensor([len(p) for p in prompts], dtype=torch.int64)
@@ -95,6 +97,11 @@ def continue_batch(
             token = torch.multinomial(probs, 1, generator=generator).squeeze(1)
         drawn[:, step] = torch.where(running, token, -1)
         running = running & ~torch.isin(token, stops)
+        if progress is not None and (step + 1) % every == 0:
+            seconds = time.perf_counter() - start
+            progress(
+                f"  step {step + 1}/{new_tokens}, {int(running.sum())} running, {seconds:.0f} s"
+            )
         if not bool(running.any()) or step + 1 == new_tokens:
             break
         counts = running.to(torch.int64)
@@ -216,6 +223,7 @@ def generate_shards(
             settings.temperature,
             settings.stop_tokens,
             generator,
+            progress=log,
         )
         path = folder / shard_name(index)
         counts = save_shard(path, prompts, result.tokens, settings.domains)
