@@ -18,6 +18,7 @@ DRAFTER_LABELS = {
     "target": "draft = target",
     "lookup": "prompt lookup",
     "ngram": "n-gram",
+    "dflash": "DFlash block",
 }
 """What each drafter is called in a configuration's name ("target": a second copy of the
 target drafting for itself, so a correct verifier accepts every draft)."""
@@ -34,6 +35,8 @@ class SpeculativeConfig:
     tokens: int = 5
     prompt: tuple[int, ...] = ()
     """The audited prompt (every configuration built here is given its setting's)."""
+    lossy_by_design: bool = False
+    """A must-fail control: the engine is asked for a lossy mode, so PASS would be the finding."""
 
     @property
     def label(self) -> str:

