@@ -345,7 +345,8 @@ def vllm_swap(session: nox.Session) -> None:
     specproof.adapters.vllm_verifier): its tests, every speculative configuration of the vLLM
     table audited in place with the step inside (the "vLLM 0.32.0 with specproof's verifier"
     entries of benchmarks/engine_audit_real.json and .md), then the step timed against vLLM's
-    own with its CPU expand kernel corrected (benchmarks/vllm_verifier_timing.json and .md).
+    own with its CPU expand kernel corrected (benchmarks/vllm_verifier_timing.json and .md),
+    and `LLM.generate` end to end with each (benchmarks/vllm_generate_timing.json and .md).
     Same install as audit-vllm (its own venv). `-- --only NAME ...` narrows the audit.
     On 2026-12-07 from a fresh venv (pip's cache warm): 25 minutes in all (install about 4,
     tests under 1, audit 9 at a load average of 2-4, timing 12); rerun on the existing venv
@@ -365,6 +366,10 @@ def vllm_swap(session: nox.Session) -> None:
         "python", "-m", "specproof.runners.verifier_timing", "--small-pairs", "31",
         "--generate-pairs", "21", env=REAL_ENGINE_ENV,
     )  # fmt: skip
+    # LLM.generate end to end, tiny models and SmolLM2-135M, 1/16/64 requests, 11 ABBA pairs
+    # (benchmarks/vllm_generate_timing.json and .md; its ratios need a quiet machine).
+    session.run("python", "-m", "specproof.runners.generate_timing", "--profile",
+                env=REAL_ENGINE_ENV)  # fmt: skip
 
 
 @nox.session(
@@ -522,5 +527,35 @@ def audit_ortgenai(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "tests/adapters/test_ortgenai_engine.py", "-q")
     session.run(
         "python", "-m", "specproof.runners.real_audit", "ortgenai", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip
+
+
+@nox.session(
+    python="3.11", name="audit-dflash", venv_backend="venv", reuse_venv=True, default=False
+)
+def audit_dflash(session: nox.Session) -> None:
+    """The DFlash reference (dflash 0.1.0 with its ``local`` extra, which pins torch 2.13.0 and
+    transformers 5.15.0 on Linux) audited in place on the tiny Llama (``-- --model tiny-qwen3``:
+    the tiny Qwen3) with DFlash and DFlash2 drafters built from the target's config with random
+    weights, in its own venv: 111 s to install on 2026-12-07 at a load average of about 5
+    (wheels only), 1.6 GB (torch 754 MB, pyarrow 170 MB, transformers 114 MB, pandas 85 MB:
+    dflash's base requirements bring datasets for its benchmark command). Its tests took 42 s to
+    2 min at a load average of about 10 with one torch thread (most of it the 600-run must-fail
+    audit), 11.5 min with torch's default threads on the same busy machine. On 2026-12-07 the 11
+    configurations at the default n took 31 min at a load average of 5-17 (T = 1: 153-427 s
+    each; on the tiny Qwen3 28 min at 9-14), and ``-- --only greedy --runs 500`` (the committed
+    greedy rows) 3 min. Writes the
+    dflash entries of benchmarks/engine_audit_real.json and .md."""
+    session.install("dflash[local]==0.1.0", "torch==2.13.0", "transformers==5.15.0", "scipy")
+    session.install("--no-deps", "-e", ".")
+    session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
+    # One torch thread, as the audit's children run: on a busy machine the default took 11.5 min.
+    session.run(
+        "python", "-m", "pytest", "tests/adapters/test_dflash_engine.py", "-q",
+        env={"OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    session.run(
+        "python", "-m", "specproof.runners.real_audit", "dflash", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
