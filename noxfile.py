@@ -520,3 +520,33 @@ def audit_ortgenai(session: nox.Session) -> None:
         "python", "-m", "specproof.runners.real_audit", "ortgenai", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip
+
+
+@nox.session(
+    python="3.11", name="audit-dflash", venv_backend="venv", reuse_venv=True, default=False
+)
+def audit_dflash(session: nox.Session) -> None:
+    """The DFlash reference (dflash 0.1.0 with its ``local`` extra, which pins torch 2.13.0 and
+    transformers 5.15.0 on Linux) audited in place on the tiny Llama (``-- --model tiny-qwen3``:
+    the tiny Qwen3) with DFlash and DFlash2 drafters built from the target's config with random
+    weights, in its own venv: 111 s to install on 2026-12-07 at a load average of about 5
+    (wheels only), 1.6 GB (torch 754 MB, pyarrow 170 MB, transformers 114 MB, pandas 85 MB:
+    dflash's base requirements bring datasets for its benchmark command). Its tests took 42 s to
+    2 min at a load average of about 10 with one torch thread (most of it the 600-run must-fail
+    audit), 11.5 min with torch's default threads on the same busy machine. On 2026-12-07 the 11
+    configurations at the default n took 31 min at a load average of 5-17 (T = 1: 153-427 s
+    each; on the tiny Qwen3 28 min at 9-14), and ``-- --only greedy --runs 500`` (the committed
+    greedy rows) 3 min. Writes the
+    dflash entries of benchmarks/engine_audit_real.json and .md."""
+    session.install("dflash[local]==0.1.0", "torch==2.13.0", "transformers==5.15.0", "scipy")
+    session.install("--no-deps", "-e", ".")
+    session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
+    # One torch thread, as the audit's children run: on a busy machine the default took 11.5 min.
+    session.run(
+        "python", "-m", "pytest", "tests/adapters/test_dflash_engine.py", "-q",
+        env={"OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    session.run(
+        "python", "-m", "specproof.runners.real_audit", "dflash", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip

@@ -48,6 +48,9 @@ class Configuration(Protocol):
     @property
     def prompt(self) -> Sequence[int]: ...
 
+    @property
+    def lossy_by_design(self) -> bool: ...
+
 
 def gap_sequences(
     model: AuditModel, count: int = GAP_SEQUENCES, length: int = GAP_LENGTH, seed: int = 0
@@ -202,6 +205,7 @@ def audit_beside_hf(
             "tolerance": tolerance,
             "startup_seconds": round(startup, 1),
             **({"binned_cells": plan.binned_cells} if plan.binned_cells is not None else {}),
+            **({"lossy_by_design": True} if config.lossy_by_design else {}),
         },
         coverage=column,
     )

@@ -57,6 +57,7 @@ class LlamaCppConfig:
     control: str = ""
     tokens: int = 5
     prompt: tuple[int, ...] = ()
+    lossy_by_design: bool = False
 
     @property
     def label(self) -> str:

@@ -160,7 +160,11 @@ def configurations(model: AuditModel) -> list[ServerConfig]:
             out.append(with_options(config, backend_sampling=False,
                                     variant="backend draft sampling off"))  # fmt: skip
             lossy = f"synthetic acceptance {SYNTH_RATE} (lossy)"
-            out.append(with_options(config, synth_rates=(SYNTH_RATE,) * K, variant=lossy))
+            out.append(
+                with_options(
+                    config, synth_rates=(SYNTH_RATE,) * K, variant=lossy, lossy_by_design=True
+                )
+            )
     t1_control = next(c for c in out if c.name == "T=1 no draft")
     concurrent = with_options(t1_control, slots=SLOTS, variant=f"{SLOTS} concurrent requests")
     drafted = next(c for c in out if c.name == "T=1 draft model k=3")

@@ -64,6 +64,7 @@ class MlxConfig:
     control: str = ""
     tokens: int = 5
     prompt: tuple[int, ...] = ()
+    lossy_by_design: bool = False
     localise: str = ""
     """"" as shipped; :data:`LAST_TOKEN_LAW` tests the engine against the law with only the
     prompt's last token in the penalty's context; :data:`WHOLE_PROMPT` hands the engine's

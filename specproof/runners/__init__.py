@@ -3,8 +3,9 @@ their tables; each is ``python -m specproof.runners.NAME`` (most through a nox s
 
 Engines and the audit's tables:
 
-- ``real_audit``, ``real_table``: real engines audited in place on a model, each configuration in
-  its own process, and their results file and table
+- ``real_audit``, ``real_table``, ``real_summary``: real engines audited in place on a model,
+  each configuration in its own process, their results file and table, and its summary (one
+  verdict per engine, version and model)
 - ``engine_table``, ``sequence_table``: the engine-audit and sequence-row tables
 - ``mutant_table``: every mutant's exact TV and its verdict (``nox -s mutants``)
 - ``bug_table``: the bug catalogue's public classes and the command that catches each

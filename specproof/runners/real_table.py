@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from specproof.runners.real_summary import VERDICTS_PATH, engine_shown, load_reasons, summary
+
 JSON_PATH = Path("benchmarks") / "engine_audit_real.json"
 MD_PATH = Path("benchmarks") / "engine_audit_real.md"
 HEADER = (
@@ -70,14 +72,6 @@ def failed_rows(record: Mapping[str, Any]) -> list[str]:
     return [c if counts[c] == 1 else f"{c} x{counts[c]}" for c in dict.fromkeys(checks)]
 
 
-def engine_shown(record: Mapping[str, Any]) -> str:
-    """ "ENGINE VERSION", the version after the engine's name where the label goes on ("vLLM
-    0.32.0 with specproof's verifier")."""
-    name, version = record["engine"], record["version"]
-    base, sep, rest = name.partition(" with ")
-    return f"{base} {version}{sep}{rest}"
-
-
 def markdown(records: Iterable[Mapping[str, Any]]) -> str:
     lines = [HEADER, "|---|---|---|---|---|---|---|---|---|---|"]
     for record in records:
@@ -119,13 +113,25 @@ def merge(
     return kept[:position] + new + kept[position:]
 
 
+def rendered(records: list[dict[str, Any]], reasons_path: Path) -> str:
+    """The results file as benchmarks/engine_audit_real.md shows it: the summary (one line per
+    engine and model, its finding links led from benchmarks/), then every configuration."""
+    reasons = load_reasons(reasons_path) if reasons_path.exists() else []
+    return summary(records, reasons, "../") + "\n" + markdown(records)
+
+
 def write(
-    engine: str, model: str, new: list[dict[str, Any]], json_path: Path, md_path: Path
+    engine: str,
+    model: str,
+    new: list[dict[str, Any]],
+    json_path: Path,
+    md_path: Path,
+    reasons_path: Path = VERDICTS_PATH,
 ) -> str:
-    """Merge ``new`` (``engine`` on ``model``) into the results file and rewrite the table;
-    returns the table."""
+    """Merge ``new`` (``engine`` on ``model``) into the results file and rewrite the tables;
+    returns them."""
     records = merge(load(json_path), engine, model, new)
     json_path.write_text(json.dumps(records, indent=1) + "\n")
-    table = markdown(records)
-    md_path.write_text(table)
-    return table
+    tables = rendered(records, reasons_path)
+    md_path.write_text(tables)
+    return tables

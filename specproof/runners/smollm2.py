@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from specproof.commands.command_rules import FOLDER, OneLineParser
-from specproof.models.smollm2 import acceptance, smollm2
+from specproof.exit_status import USAGE_ERROR
+from specproof.models.smollm2 import MissingExtra, acceptance, smollm2
 
 PROG = "python -m specproof.runners.smollm2"
 
@@ -26,7 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--acceptance", action="store_true", help="also print each candidate "
                         "drafter's expected acceptance per position (about a minute)")  # fmt: skip
     args = parser.parse_args(argv)
-    model = smollm2(args.cache, say=lambda text: print(text, file=sys.stderr, flush=True))
+    try:
+        model = smollm2(args.cache, say=lambda text: print(text, file=sys.stderr, flush=True))
+    except MissingExtra as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return USAGE_ERROR
     print(model.to_json())
     if args.acceptance:
         for name, values in acceptance(model).items():

@@ -13,7 +13,7 @@ import pytest
 from specproof.adapters import beside_hf, vllm_engine
 from specproof.adapters.registry import engine_named
 from specproof.audit.report import AuditReport, CaseResult, exact_row
-from specproof.runners import real_table
+from specproof.runners import real_summary, real_table
 from specproof.subjects.real_models import ModelPaths, tiny_model
 
 TINY = tiny_model(Path("models"))
@@ -218,12 +218,13 @@ def page_section() -> str:
 
 def test_committed_markdown_renders_the_committed_json() -> None:
     records = json.loads((ROOT / real_table.JSON_PATH).read_text())
-    assert (ROOT / real_table.MD_PATH).read_text() == real_table.markdown(records)
+    reasons = ROOT / real_summary.VERDICTS_PATH
+    assert (ROOT / real_table.MD_PATH).read_text() == real_table.rendered(records, reasons)
 
 
 def test_page_section_holds_the_committed_table() -> None:
-    table = (ROOT / real_table.MD_PATH).read_text()
-    assert table in page_section()
+    records = json.loads((ROOT / real_table.JSON_PATH).read_text())
+    assert real_table.markdown(records) in page_section()
 
 
 def test_expand_in_place_writes_each_requests_value_into_the_output() -> None:
@@ -334,3 +335,12 @@ def test_failed_checks_are_listed_once_with_their_counts() -> None:
             [("support", "FAIL"), ("round", "FAIL"), ("support", "FAIL"), ("pit@1", "pass"),
              ("hunt", "FAIL")]]  # fmt: skip
     assert real_table.failed_rows({"report": {"results": rows}}) == ["support x2", "round", "hunt"]
+
+
+def test_must_fail_configurations_are_marked_lossy_by_design() -> None:
+    from specproof.adapters import llamaserver_engine
+
+    configs = llamaserver_engine.configurations(TINY)
+    lossy = [c.name for c in configs if c.lossy_by_design]
+    assert lossy
+    assert lossy == [c.name for c in configs if c.synth_rates]

@@ -13,7 +13,7 @@ import torch
 
 from specproof.adapters import vllm_engine, vllm_verifier
 from specproof.adapters.registry import engine_named
-from specproof.runners.real_table import engine_shown
+from specproof.runners.real_summary import engine_shown
 from specproof.subjects.real_models import tiny_model
 
 TINY = tiny_model(Path("models"))

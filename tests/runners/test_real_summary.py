@@ -1,0 +1,98 @@
+"""The one-line-per-engine summary of the real-engine audits: its verdict rules on made-up
+records, and the committed copies (benchmarks/, README, docs/results/real_engines.md) equal to
+what the committed results file renders, with a reason for every engine and model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specproof.runners import real_summary, real_table
+from specproof.runners.real_summary import Reason, summary, verdict_of
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def record(
+    configuration: str,
+    verdict: str,
+    control: str = "",
+    kind: str = "engine",
+    lossy: bool = False,
+    engine: str = "E",
+    model: str = "m",
+) -> dict[str, Any]:
+    settings = {"lossy_by_design": True} if lossy else {}
+    return {"engine": engine, "version": "1.0", "model": model, "configuration": configuration,
+            "kind": kind, "control": control, "settings": settings, "verdict": verdict}  # fmt: skip
+
+
+CONTROL = record("c", "PASS")
+
+
+@pytest.mark.parametrize(
+    ("records", "expected"),
+    [
+        ([CONTROL, record("s", "PASS", "c")], ("PASS", [])),
+        ([CONTROL, record("s", "FAIL", "c")], ("FAIL", ["s"])),
+        ([record("c", "FAIL"), record("s", "FAIL", "c")], ("FAIL, control too", ["s"])),
+        ([record("c", "FAIL"), record("s", "PASS", "c")], ("FAIL, control only", ["c"])),
+        ([CONTROL, record("x", "PASS", "c", lossy=True)], ("NO POWER", ["x"])),
+        ([CONTROL, record("x", "FAIL", "c", lossy=True)], ("PASS", [])),
+        ([CONTROL, record("f", "FAIL", kind="function")], ("FAIL", ["f"])),
+        ([CONTROL, record("s", "REFUSED", "c")], ("PASS", [])),
+    ],
+)
+def test_verdict_rules(records: list[dict[str, Any]], expected: tuple[str, list[str]]) -> None:
+    assert verdict_of(records, {}) == expected
+
+
+def test_a_variant_is_judged_against_the_shipped_engines_control() -> None:
+    shipped = record("c", "PASS")
+    variant = record("s", "FAIL", "c", engine="E with a new step")
+    table = summary([shipped, variant], [])
+    assert "| E 1.0 with a new step | m | **FAIL** |" in table
+
+
+def test_counts_reasons_and_links() -> None:
+    records = [CONTROL, record("s", "FAIL", "c"), record("t", "PASS", "c"),
+               record("u", "REFUSED", "c"), record("x", "FAIL", "c", lossy=True)]  # fmt: skip
+    reason = Reason("E 1.0", "m", "the step is wrong", "docs/findings/f.md")
+    row = summary(records, [reason], "../").splitlines()[2]
+    assert row == (
+        "| E 1.0 | m | **FAIL** | 1/2 PASS, 1 REFUSED | 1/1 PASS; must-fail 1/1 FAIL | - | "
+        "the step is wrong (s) [f.md](../docs/findings/f.md) |"
+    )
+
+
+def test_engines_keep_their_models_together() -> None:
+    records = [record("c", "PASS", model="tiny"), record("c", "PASS", engine="F"),
+               record("c", "PASS", model="big")]  # fmt: skip
+    rows = summary(records, []).splitlines()[2:]
+    assert [row.split(" | ")[:2] for row in rows] == [["| E 1.0", "tiny"], ["| E 1.0", "big"],
+                                                      ["| F 1.0", "m"]]  # fmt: skip
+
+
+def committed() -> tuple[list[dict[str, Any]], list[Reason]]:
+    records = json.loads((ROOT / real_table.JSON_PATH).read_text())
+    return records, real_summary.load_reasons(ROOT / real_summary.VERDICTS_PATH)
+
+
+def test_every_engine_and_model_has_one_reason_and_no_reason_is_stale() -> None:
+    records, reasons = committed()
+    keys = [(r.engine, r.model) for r in reasons]
+    assert len(keys) == len(set(keys))
+    assert set(keys) == set(real_summary.grouped(records))
+    for reason in reasons:
+        assert not reason.link or (ROOT / reason.link).is_file(), reason.link
+
+
+def test_readme_and_page_show_the_summary_the_results_file_renders() -> None:
+    records, reasons = committed()
+    assert summary(records, reasons) in (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "results" / "real_engines.md").read_text()
+    assert summary(records, reasons, "../../") in page
+    assert real_table.markdown(records) in page
