@@ -333,7 +333,8 @@ def vllm_swap(session: nox.Session) -> None:
     specproof.adapters.vllm_verifier): its tests, every speculative configuration of the vLLM
     table audited in place with the step inside (the "vLLM 0.32.0 with specproof's verifier"
     entries of benchmarks/engine_audit_real.json and .md), then the step timed against vLLM's
-    own with its CPU expand kernel corrected (benchmarks/vllm_verifier_timing.json and .md).
+    own with its CPU expand kernel corrected (benchmarks/vllm_verifier_timing.json and .md),
+    and `LLM.generate` end to end with each (benchmarks/vllm_generate_timing.json and .md).
     Same install as audit-vllm (its own venv). `-- --only NAME ...` narrows the audit.
     On 2026-12-07 from a fresh venv (pip's cache warm): 25 minutes in all (install about 4,
     tests under 1, audit 9 at a load average of 2-4, timing 12); rerun on the existing venv
@@ -353,6 +354,10 @@ def vllm_swap(session: nox.Session) -> None:
         "python", "-m", "specproof.runners.verifier_timing", "--small-pairs", "31",
         "--generate-pairs", "21", env=REAL_ENGINE_ENV,
     )  # fmt: skip
+    # LLM.generate end to end, tiny models and SmolLM2-135M, 1/16/64 requests, 11 ABBA pairs
+    # (benchmarks/vllm_generate_timing.json and .md; its ratios need a quiet machine).
+    session.run("python", "-m", "specproof.runners.generate_timing", "--profile",
+                env=REAL_ENGINE_ENV)  # fmt: skip
 
 
 @nox.session(

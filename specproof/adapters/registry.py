@@ -147,7 +147,7 @@ def record_from_json(text: str) -> EngineRecord:
 
 
 SAMPLER = "specproof.adapters.vllm_sampler"
-VLLM_DRAFTERS = ("ngram", "draft model", "target", "EAGLE", "EAGLE-3")
+VLLM_DRAFTERS = ("ngram", "draft model", "target", "EAGLE", "EAGLE-3", "DFlash")
 for _record in (
     EngineRecord(
         "hf", "HF transformers", "specproof.adapters.hf_assisted", "in process", "tests",

@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
 def resolved_model(args: argparse.Namespace, scratch: Path) -> AuditModel:
     """The model ``--model`` names, made (or fetched) here."""
     if args.model == "tiny":
+        from specproof.subjects.real_dflash import save_dflash
         from specproof.subjects.real_eagle import METHODS, save_eagle
         from specproof.subjects.real_models import build_models, tiny_model
 
@@ -141,6 +142,7 @@ def resolved_model(args: argparse.Namespace, scratch: Path) -> AuditModel:
         model = tiny_model(folder)
         for method in METHODS:
             save_eagle(model.head(method), method)
+        save_dflash(model.head("dflash"))
         return model
     if args.model == "tiny-qwen3":
         from specproof.subjects.tiny_qwen3 import build_qwen3
