@@ -254,6 +254,18 @@ SUBWORD_OUTPUTS = {
 }
 
 
+@nox.session(**SHARED, name="smollm2-data", default=False)
+def smollm2_data(session: nox.Session) -> None:
+    """SmolLM2-135M-Instruct's own continuations of prompts from the three domains' training
+    splits (math as chat turns, code and prose as plain text), sampled at T = 1 with its KV
+    cache, in shards of token ids under datasets/smollm2_self_distillation/ with a manifest.
+    Rerun it to continue after the last complete shard; arguments after ``--`` go to
+    ``python -m specproof.runners.e2e.smollm2_data`` (``-- --shards 64``). The measured rate
+    and the time a million tokens takes are in docs/results/e2e_smollm2_target.md."""
+    install(session, "test,e2e,hf,smollm2")
+    session.run("python", "-m", "specproof.runners.e2e.smollm2_data", *session.posargs)
+
+
 @nox.session(**SHARED, name="train-subword", default=False)
 def train_subword(session: nox.Session) -> None:
     """The sub-word configuration, resumably: retrain the tokenizer and check it equals the
