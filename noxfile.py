@@ -254,6 +254,18 @@ SUBWORD_OUTPUTS = {
 }
 
 
+@nox.session(**SHARED, name="smollm2-data", default=False)
+def smollm2_data(session: nox.Session) -> None:
+    """SmolLM2-135M-Instruct's own continuations of prompts from the three domains' training
+    splits (math as chat turns, code and prose as plain text), sampled at T = 1 with its KV
+    cache, in shards of token ids under datasets/smollm2_self_distillation/ with a manifest.
+    Rerun it to continue after the last complete shard; arguments after ``--`` go to
+    ``python -m specproof.runners.e2e.smollm2_data`` (``-- --shards 64``). The measured rate
+    and the time a million tokens takes are in docs/results/e2e_smollm2_target.md."""
+    install(session, "test,e2e,hf,smollm2")
+    session.run("python", "-m", "specproof.runners.e2e.smollm2_data", *session.posargs)
+
+
 @nox.session(**SHARED, name="train-subword", default=False)
 def train_subword(session: nox.Session) -> None:
     """The sub-word configuration, resumably: retrain the tokenizer and check it equals the
@@ -333,7 +345,8 @@ def vllm_swap(session: nox.Session) -> None:
     specproof.adapters.vllm_verifier): its tests, every speculative configuration of the vLLM
     table audited in place with the step inside (the "vLLM 0.32.0 with specproof's verifier"
     entries of benchmarks/engine_audit_real.json and .md), then the step timed against vLLM's
-    own with its CPU expand kernel corrected (benchmarks/vllm_verifier_timing.json and .md).
+    own with its CPU expand kernel corrected (benchmarks/vllm_verifier_timing.json and .md),
+    and `LLM.generate` end to end with each (benchmarks/vllm_generate_timing.json and .md).
     Same install as audit-vllm (its own venv). `-- --only NAME ...` narrows the audit.
     On 2026-12-07 from a fresh venv (pip's cache warm): 25 minutes in all (install about 4,
     tests under 1, audit 9 at a load average of 2-4, timing 12); rerun on the existing venv
@@ -353,6 +366,10 @@ def vllm_swap(session: nox.Session) -> None:
         "python", "-m", "specproof.runners.verifier_timing", "--small-pairs", "31",
         "--generate-pairs", "21", env=REAL_ENGINE_ENV,
     )  # fmt: skip
+    # LLM.generate end to end, tiny models and SmolLM2-135M, 1/16/64 requests, 11 ABBA pairs
+    # (benchmarks/vllm_generate_timing.json and .md; its ratios need a quiet machine).
+    session.run("python", "-m", "specproof.runners.generate_timing", "--profile",
+                env=REAL_ENGINE_ENV)  # fmt: skip
 
 
 @nox.session(
@@ -424,8 +441,13 @@ def audit_openvino(session: nox.Session) -> None:
     sentencepiece: the GGUF converter imports it; gguf: the finding's reproduction writes its
     models with it. On 2026-12-07 the whole session (its tests, then all ten configurations at
     the default n) took 6 min 10 s at a load average of 2-4; the first run, which converts the
-    models, took 9 min 37 s at 8. Writes the OpenVINO GenAI entries of
-    benchmarks/engine_audit_real.json and .md."""
+    models, took 9 min 37 s at 8. On SmolLM2-135M-Instruct (``-- --model smollm2 --delta 0.3
+    --binned-cells 0``: 329 sampled runs, 50 greedy, no binned row; the model's OpenVINO IR and
+    its logit gap to HF made once, about 6 min) 16 of the 19 configurations (the plain truncated
+    trio left out for time) took 74.6 min of wall-clock (3,570 s in the seconds column) on
+    2026-12-07/08, one setting at a time, beside other audits at a load average of 7-16 on the
+    two cores; each configuration's seconds are in the table. Writes the OpenVINO GenAI entries
+    of benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
         "openvino==2026.4.1", "openvino-tokenizers==2026.4.1.0", "openvino-genai==2026.4.1.0",
@@ -437,6 +459,10 @@ def audit_openvino(session: nox.Session) -> None:
     # docs/findings/openvino_genai_speculative_sampling.md: exits 1 while the finding stands.
     session.run(
         "python", "docs/findings/openvino_genai_speculative_sampling.py", success_codes=[1]
+    )  # fmt: skip
+    # docs/findings/openvino_genai_speculative_split_prefill.md: exits 1 while it stands.
+    session.run(
+        "python", "docs/findings/openvino_genai_speculative_split_prefill.py", success_codes=[1]
     )  # fmt: skip
     session.run(
         "python", "-m", "specproof.runners.real_audit", "openvino", *session.posargs,
@@ -505,7 +531,12 @@ def audit_ortgenai(session: nox.Session) -> None:
     configurations at the default n took 5 min 34 s at a load average of 3-4 (the committed
     table), the longest 22.5 s of audit; an earlier run at a load of 2-4 took 7 min 32 s, the
     longest 37 s. Its tests took 48 s. The whole session (venv reused) took 6 min 56 s.
-    Writes the ONNX Runtime GenAI entries of
+    On SmolLM2-135M-Instruct (``-- --model smollm2 --delta 0.4 --binned-cells 0 --no-functions
+    --only penalties guided "requests per call"``, 184 runs a sampled configuration): the export
+    37 s and the logit gap 144 s once (kept beside the export), then 1.5-14 minutes a
+    configuration on 2026-12-07 at a load average of 9-14 (the table's seconds column; the draft
+    model with penalties the longest, 842 s), 3,586 s for the 13 configurations (two invocations,
+    57 and 26 minutes of wall time). Writes the ONNX Runtime GenAI entries of
     benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
@@ -516,5 +547,35 @@ def audit_ortgenai(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "tests/adapters/test_ortgenai_engine.py", "-q")
     session.run(
         "python", "-m", "specproof.runners.real_audit", "ortgenai", *session.posargs,
+        env=REAL_ENGINE_ENV,
+    )  # fmt: skip
+
+
+@nox.session(
+    python="3.11", name="audit-dflash", venv_backend="venv", reuse_venv=True, default=False
+)
+def audit_dflash(session: nox.Session) -> None:
+    """The DFlash reference (dflash 0.1.0 with its ``local`` extra, which pins torch 2.13.0 and
+    transformers 5.15.0 on Linux) audited in place on the tiny Llama (``-- --model tiny-qwen3``:
+    the tiny Qwen3) with DFlash and DFlash2 drafters built from the target's config with random
+    weights, in its own venv: 111 s to install on 2026-12-07 at a load average of about 5
+    (wheels only), 1.6 GB (torch 754 MB, pyarrow 170 MB, transformers 114 MB, pandas 85 MB:
+    dflash's base requirements bring datasets for its benchmark command). Its tests took 42 s to
+    2 min at a load average of about 10 with one torch thread (most of it the 600-run must-fail
+    audit), 11.5 min with torch's default threads on the same busy machine. On 2026-12-07 the 11
+    configurations at the default n took 31 min at a load average of 5-17 (T = 1: 153-427 s
+    each; on the tiny Qwen3 28 min at 9-14), and ``-- --only greedy --runs 500`` (the committed
+    greedy rows) 3 min. Writes the
+    dflash entries of benchmarks/engine_audit_real.json and .md."""
+    session.install("dflash[local]==0.1.0", "torch==2.13.0", "transformers==5.15.0", "scipy")
+    session.install("--no-deps", "-e", ".")
+    session.install("pytest", "hypothesis")  # the adapter's tests against the installed engine
+    # One torch thread, as the audit's children run: on a busy machine the default took 11.5 min.
+    session.run(
+        "python", "-m", "pytest", "tests/adapters/test_dflash_engine.py", "-q",
+        env={"OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    session.run(
+        "python", "-m", "specproof.runners.real_audit", "dflash", *session.posargs,
         env=REAL_ENGINE_ENV,
     )  # fmt: skip

@@ -10,7 +10,8 @@ target's processed law), one module per engine, each taking the model it is audi
   its configurations audited in place, its rejection sampler, specproof's step inside it.
 - ``llamacpp_engine``, ``mlx_engine``, ``openvino_engine``, ``ortgenai_engine``: llama.cpp
   (llama-cpp-python), mlx-lm, OpenVINO GenAI and ONNX Runtime GenAI, in place;
-  ``llamaserver_engine``: llama.cpp's server, a child process asked over HTTP.
+  ``llamaserver_engine``: llama.cpp's server, a child process asked over HTTP;
+  ``dflash_engine``: the DFlash reference implementation (DFlash and DFlash2 drafters).
 - ``configurations``: an engine's configurations, each drafter beside its control;
   ``run_plan``: how much an audit runs.
 - ``beside_hf``: how every real engine ends (logit gap to HF on the same weights, the audit at a

@@ -18,9 +18,13 @@ DRAFTER_LABELS = {
     "target": "draft = target",
     "lookup": "prompt lookup",
     "ngram": "n-gram",
+    "dflash": "DFlash block",
+    "dflash1": "DFlash",
+    "dflash2": "DFlash2",
 }
 """What each drafter is called in a configuration's name ("target": a second copy of the
-target drafting for itself, so a correct verifier accepts every draft)."""
+target drafting for itself, so a correct verifier accepts every draft; "dflash": transformers'
+DFlash generator; "dflash1", "dflash2": the DFlash reference implementation's two drafters)."""
 
 
 @dataclass(frozen=True)
@@ -56,13 +60,13 @@ def build_configurations(
     drafters: Sequence[str],
     *,
     k: int,
-    self_drafting: str,
+    self_drafting: str | None,
     greedy_tokens: int,
 ) -> list[SpeculativeConfig]:
     """Every configuration, each control first (the same sampling and prompt, speculation
-    off), then each drafter at ``k``; the setting tagged ``self_drafting`` also gets the target
-    drafting for itself. Greedy settings run ``greedy_tokens`` tokens (one prompt has one
-    output, so the audit varies prompts instead)."""
+    off), then each drafter at ``k``; the setting tagged ``self_drafting`` (None: none) also
+    gets the target drafting for itself. Greedy settings run ``greedy_tokens`` tokens (one
+    prompt has one output, so the audit varies prompts instead)."""
     out = []
     for tag, sampling, label, prompt in settings:
         tokens = 5 if sampling["do_sample"] else greedy_tokens

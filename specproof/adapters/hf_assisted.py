@@ -3,7 +3,9 @@
 
 Settings: T = 1 (no cut), truncated (top-k 50, top-p 0.9, min-p 0.05) and greedy, each with
 speculation off (the control) and with the model's drafter (``assistant_model``, k = 3 at a
-constant schedule, no confidence stop), prompt lookup (``prompt_lookup_num_tokens`` = 3,
+constant schedule, no confidence stop), DFlash (``speculation_type="dflash"``, a block of the
+anchor and 3 drafts, where the model has a block drafter:
+:mod:`specproof.models.block_drafter`), prompt lookup (``prompt_lookup_num_tokens`` = 3,
 after the model's lookup prompt) and, at T = 1, the target drafting for itself. The engine is
 HF's own ``generate`` (:func:`.hf.hf_engine`); the law is a plain teacher-forced pass of the
 same target with transformers' processors, so there is no logit gap to state. A control makes
@@ -31,6 +33,8 @@ from specproof.adapters.hf import hf_engine, quiet_transformers
 from specproof.adapters.run_plan import RunPlan
 from specproof.audit.engine.subject import Emission, Engine
 from specproof.models import AuditModel
+from specproof.models.block_drafter import HEAD as BLOCK_HEAD
+from specproof.models.block_drafter import load_block_drafter
 
 K = 3
 GREEDY_TOKENS = 8
@@ -39,7 +43,7 @@ T1 = {"do_sample": True, "temperature": 1.0, "top_k": 0}
 """``top_k`` 0: transformers would otherwise cut at its default of 50."""
 TRUNCATED = {"do_sample": True, "temperature": 1.0, "top_k": 50, "top_p": 0.9, "min_p": 0.05}
 GREEDY = {"do_sample": False}
-DRAFTERS = ("draft", "lookup")
+DRAFTERS = ("draft", "dflash", "lookup")
 
 
 def settings(model: AuditModel) -> list[Setting]:
@@ -53,7 +57,8 @@ def settings(model: AuditModel) -> list[Setting]:
 def configurations(model: AuditModel) -> list[SpeculativeConfig]:
     """Each setting's control, then the drafters (the model's drafter only where it has one);
     prompt lookup after the model's lookup prompt, as its own control beside it."""
-    drafters = [d for d in DRAFTERS if d != "draft" or model.draft is not None]
+    offered = {"draft": model.draft is not None, "dflash": BLOCK_HEAD in model.heads}
+    drafters = [d for d in DRAFTERS if offered.get(d, True)]
     built = build_configurations(
         settings(model),
         [d for d in drafters if d != "lookup"],
@@ -89,6 +94,8 @@ def generate_kwargs(config: SpeculativeConfig) -> dict[str, Any]:
         )
     if config.drafter == "lookup":
         kwargs["prompt_lookup_num_tokens"] = config.k
+    if config.drafter == "dflash":
+        kwargs["speculation_type"] = "dflash"  # the block's size is the drafter's config
     return kwargs
 
 
@@ -130,6 +137,8 @@ def assisted_engine(config: SpeculativeConfig, model: AuditModel) -> Engine:
     assistant = None
     if config.drafter in ("draft", "target"):
         assistant = load(model.drafter(config.drafter))  # a second copy drafts for the target
+    if config.drafter == "dflash":
+        assistant = load_block_drafter(model.head(BLOCK_HEAD))
     kwargs = generate_kwargs(config)
     engine = hf_engine(target, assistant, kwargs, prompt=config.prompt, name=config.name)
     if config.drafter == "none":

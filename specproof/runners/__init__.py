@@ -17,6 +17,7 @@ Engines and the audit's tables:
 - ``acceptance_rows``: the engine audit's acceptance row on HF transformers (tiny models and
   SmolLM2-135M)
 - ``verifier_timing``: specproof's step inside vLLM against vLLM's own
+- ``generate_timing``: ``LLM.generate`` end to end with vLLM's step and with specproof's
 - ``smollm2``: SmolLM2-135M fetched and converted, its drafters' acceptance
 
 The optimized decoder's speed:

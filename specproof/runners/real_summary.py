@@ -134,8 +134,11 @@ def summary(
         controls = count(by_role["control"])
         must_fail = by_role["must-fail"]
         if must_fail:
-            failed = sum(r["verdict"] == "FAIL" for r in must_fail)
-            controls += f"; must-fail {failed}/{len(must_fail)} FAIL"
+            ran = [r for r in must_fail if r["verdict"] != "REFUSED"]
+            failed = sum(r["verdict"] == "FAIL" for r in ran)
+            controls += f"; must-fail {failed}/{len(ran)} FAIL" if ran else "; must-fail"
+            refused = len(must_fail) - len(ran)
+            controls += f"{',' if ran else ''} {refused} REFUSED" if refused else ""
         why = reason_text(by_key.get((engine, model)), names, link_base)
         lines.append(
             f"| {engine} | {model} | **{verdict}** | {count(by_role['speculative'])} | "

@@ -137,7 +137,8 @@ def build_models(folder: Path, seed: int = SEED) -> ModelPaths:
 
 def tiny_model(folder: Path) -> AuditModel:
     """The models :func:`build_models` saved under ``folder``, as the value adapters take
-    (its EAGLE heads are saved there by :func:`.real_eagle.save_eagle`, for vLLM)."""
+    (its EAGLE heads are saved there by :func:`.real_eagle.save_eagle`, its DFlash head by
+    :func:`.real_dflash.save_dflash`, for vLLM)."""
     return AuditModel(
         name=NAME,
         target=folder / "target",
@@ -147,7 +148,7 @@ def tiny_model(folder: Path) -> AuditModel:
         draft=folder / "draft",
         lookup_prompt=LOOKUP_PROMPT,
         penalty_prompt=PENALTY_PROMPT,
-        heads=("eagle", "eagle3"),
+        heads=("eagle", "eagle3", "dflash"),
     )
 
 

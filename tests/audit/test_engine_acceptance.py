@@ -35,6 +35,10 @@ def test_proposals_follow_the_rounds() -> None:
     assert proposals_of(run) == ([0, 1, 2, 3, 4], [True, False, True, True, True])
     assert "rounds emit 3 tokens" in str(proposals_of(Emission((1, 2, 3, 4), ((2, 2),))))
     assert "accepts 4 of 3" in str(proposals_of(Emission((1, 2, 3, 4, 5), ((3, 4),))))
+    # a last round that accepted every draft may lose its bonus token to the length limit
+    assert proposals_of(Emission((1, 2, 3), ((3, 3),))) == ([0, 1, 2], [True, True, True])
+    assert "ends at token 4" in str(proposals_of(Emission((1, 2, 3), ((3, 3), (0, 0)))))
+    assert "ends at token 3" in str(proposals_of(Emission((1, 2), ((3, 2),))))
     # A last round whose accepted drafts end the run emits no token of the target's own.
     ended = Emission((1, 2, 3, 4, 5), ((3, 3), (1, 1)))
     assert proposals_of(ended) == ([0, 1, 2, 4], [True, True, True, True])

@@ -68,6 +68,17 @@ def test_counts_reasons_and_links() -> None:
     )
 
 
+def test_a_refused_must_fail_control_is_counted_apart() -> None:
+    """A must-fail control the engine refuses neither passed nor failed: counted as refused,
+    never as power shown."""
+    records = [CONTROL, record("x", "REFUSED", "c", lossy=True),
+               record("y", "FAIL", "c", lossy=True)]  # fmt: skip
+    row = summary(records, []).splitlines()[2]
+    assert "| 1/1 PASS; must-fail 1/1 FAIL, 1 REFUSED |" in row
+    row = summary([CONTROL, record("x", "REFUSED", "c", lossy=True)], []).splitlines()[2]
+    assert "| **PASS** |" in row and "| 1/1 PASS; must-fail 1 REFUSED |" in row
+
+
 def test_engines_keep_their_models_together() -> None:
     records = [record("c", "PASS", model="tiny"), record("c", "PASS", engine="F"),
                record("c", "PASS", model="big")]  # fmt: skip

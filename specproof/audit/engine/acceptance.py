@@ -3,19 +3,21 @@ engine whose draft law is known (``Engine.draft_probs``) and whose runs record t
 
 Each round (d drafted, m accepted) of a run that had emitted t tokens proposed its j-th draft at
 the prefix prompt + tokens[: t + j]; proposals j = 0..min(m, d - 1) were tested (the first m
-accepted, the next one rejected when m < d), the rest were never looked at. A round emits its
-m accepted drafts and then a token of the target's own, except a last round whose accepted
-drafts end the run. A correct engine accepts a proposal with probability a = sum over non-EOS
-x of min(p(x), q(x)) (:data:`REJECTION`), p and q the target's and drafter's processed laws at
-its prefix, both teacher-forced on the run's own tokens; an engine that verifies by
-sample-and-match (:data:`MATCH`: the target draws its own token at the position independently
-of the draft, and the draft is kept when the two are equal; lossless, the emitted token is
-always the target's draw) accepts with probability a = sum over non-EOS x of p(x) q(x), never
-more than the first. EOS is left out of either sum because an accepted EOS draft ends the run
-and counts as the round's last token, not as an accepted draft (HF transformers crops at it),
-so what a round records is "accepted and not EOS", whose probability is that sum. The count is
-then tested two-sided by :func:`specproof.stats.acceptance.acceptance_test` (a martingale
-test: the a_i depend on earlier outcomes). Too many accepted drafts is a loss (no verifier accepts
+accepted, the next one rejected when m < d), the rest were never looked at; the last round may
+end one token past the run when it accepted every draft (an engine that stops at its length
+limit drops that round's bonus token, as ONNX Runtime GenAI and mlx-lm do). A correct engine
+accepts a proposal with probability a = sum over non-EOS x of min(p(x), q(x))
+(:data:`REJECTION`), p and q the target's and drafter's processed laws at its prefix, both
+teacher-forced on the run's own tokens; an engine that verifies by sample-and-match
+(:data:`MATCH`: the target draws its own token at the position independently of the draft,
+and the draft is kept when the two are equal; lossless, the emitted token is always the
+target's draw) accepts with probability a = sum over non-EOS x of p(x) q(x), never more than
+the first. EOS is left out of either sum
+because an accepted EOS draft ends the run and counts as the round's last token, not as an
+accepted draft (HF transformers crops at it), so what a round records is "accepted and not
+EOS", whose probability is that sum. The count is then tested two-sided by
+:func:`specproof.stats.acceptance.acceptance_test` (a martingale test: the a_i depend on
+earlier outcomes). Too many accepted drafts is a loss (no verifier accepts
 more than sum min(p, q), the largest chance that draws from p and q agree), too few a
 slowdown that no law row sees.
 """
@@ -49,18 +51,20 @@ def proposals_of(run: Emission) -> tuple[list[int], list[bool]] | str:
     positions: list[int] = []
     accepted: list[bool] = []
     emitted = 0
+    dropped_bonus = False
     for index, (drafted, matched) in enumerate(run.rounds):
         if not 0 <= matched <= drafted:
             return f"round {index} accepts {matched} of {drafted} drafts"
         for j in range(min(matched + 1, drafted)):
             positions.append(emitted + j)
             accepted.append(j < matched)
+        emitted += matched + 1
         last = index == len(run.rounds) - 1
-        ends_on_drafts = last and 0 < drafted == matched and emitted + matched == len(run.tokens)
-        emitted += matched + (0 if ends_on_drafts else 1)
-        if emitted > len(run.tokens):
+        # An engine that stops at its length limit may drop the bonus token of its last round.
+        dropped_bonus = last and matched == drafted > 0 and emitted == len(run.tokens) + 1
+        if emitted > len(run.tokens) and not dropped_bonus:
             return f"round {index} ends at token {emitted}, after the run's {len(run.tokens)}"
-    if emitted != len(run.tokens):
+    if emitted != len(run.tokens) and not dropped_bonus:
         return f"the rounds emit {emitted} tokens, the run {len(run.tokens)}"
     return positions, accepted
 

@@ -2,5 +2,7 @@
 
 - :mod:`.corpora`: code, prose and math corpora, the held-out split, windows, prompts
 - :mod:`.math_corpus`: the generated arithmetic documents of the math domain
+- :mod:`.chat_prompts`: prompts for a chat-template target (math as user turns, code and prose
+  as plain windows)
 - :mod:`.subword`: the sub-word (BPE) vocabulary and the corpora's token streams under it
 """

@@ -21,7 +21,7 @@ import torch
 from specproof.optimized import chain_verify
 
 from ..models.drafting import Proposal, tempered_probs
-from ..models.target import Target, TargetOutput
+from ..models.target import FrozenTarget, TargetOutput
 
 PHASES = ("draft", "confidences", "schedule", "target pass", "verify", "commit")
 """The phases of a round; "draft" includes DSpark's confidence head (computed with the block),
@@ -145,7 +145,7 @@ def calibrated(logits: torch.Tensor, temperatures: Sequence[float] | None) -> to
 
 @torch.no_grad()
 def speculative_generate(
-    target: Target,
+    target: FrozenTarget,
     drafter: Drafter,
     prompts: Sequence[Sequence[int]],
     max_new_tokens: int,
@@ -280,7 +280,7 @@ def speculative_generate(
 
 @torch.no_grad()
 def autoregressive_generate(
-    target: Target,
+    target: FrozenTarget,
     prompts: Sequence[Sequence[int]],
     max_new_tokens: int,
     *,

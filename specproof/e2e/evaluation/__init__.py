@@ -13,6 +13,7 @@ decodes, the comparisons and tests built on them (no commands here; they are in
 - :mod:`.losslessness`: the first tokens' law against the target's
 - :mod:`.losslessness_by_decoder`: that test for every decoder
 - :mod:`.agreement`: teacher-forced agreement of each drafter; the tau proxy of a DSpark drafter
+- :mod:`.precision`: the law gap of a lower-precision copy of the target (per-position TV)
 - :mod:`.prediction`: the target's held-out bits per byte, entropy and top probability
 - :mod:`.clocks`: step clocks, and recorded rounds re-timed under a clock
 - :mod:`.block_laws`: target continuations of one context with the laws every slot is judged by

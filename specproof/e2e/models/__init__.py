@@ -1,6 +1,7 @@
 """The target, one drafter per file, their weight files and loading.
 
 - :mod:`.target`: the small byte-level target with its ragged KV cache
+- :mod:`.llama_target`: a pretrained Llama (SmolLM2-135M-Instruct) as the target, same interface
 - :mod:`.drafting`: what both drafters share: proposals, draws, position weights
 - :mod:`.dspark`: the DSpark drafter (block, Markov and confidence heads) and its loss
 - :mod:`.eagle`: the EAGLE-3 baseline drafter and its loss

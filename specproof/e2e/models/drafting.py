@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import torch
 
-from .target import Target
+from .target import FrozenTarget
 
 
 class Proposal(NamedTuple):
@@ -44,7 +44,7 @@ def position_weights(gamma: int) -> torch.Tensor:
     return weights / weights.sum()
 
 
-def check_fused_layers(target: Target) -> None:
+def check_fused_layers(target: FrozenTarget) -> None:
     """The release fuses layers spread over the target's depth, never its last one."""
     layers = target.config.feature_layers
     if not layers or max(layers) >= target.config.n_layers - 1:

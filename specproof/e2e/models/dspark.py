@@ -19,7 +19,7 @@ from torch import nn
 
 from .drafting import Proposal, check_fused_layers, draw, position_weights
 from .markov_heads import NO_HEAD, SequentialHead, check_head, make_head
-from .target import Block, KVCache, Ragged, Target, TargetOutput, apply_rope, init_weights
+from .target import Block, FrozenTarget, KVCache, Ragged, TargetOutput, apply_rope, init_weights
 
 BLOCK_INPUTS = ("learned", "mask_token")
 
@@ -118,7 +118,7 @@ class DSparkDrafter(nn.Module):
     bias and the confidence's token term by those of :mod:`.markov_heads`.
     """
 
-    def __init__(self, target: Target, config: DSparkConfig) -> None:
+    def __init__(self, target: FrozenTarget, config: DSparkConfig) -> None:
         super().__init__()
         check_fused_layers(target)
         tc = target.config
@@ -154,7 +154,7 @@ class DSparkDrafter(nn.Module):
         self.sequential_head: SequentialHead | None = make_head(config.head, d, config.rank)
 
     @property
-    def frozen_target(self) -> Target:
+    def frozen_target(self) -> FrozenTarget:
         return self.target[0]
 
     def fused(self, features: torch.Tensor) -> torch.Tensor:
@@ -314,18 +314,18 @@ class DSparkDrafter(nn.Module):
             return self._draw_with_head(
                 self.sequential_head, x, parallel, pending, temperature, generator
             )
-        # The Markov head and the confidence head's token term depend on x_{k-1} alone: as
-        # [V, V] and [V] tables, each sequential step is two lookups, a softmax and a draw.
-        markov_table = markov_out(markov_in.weight)
+        # The Markov head and the confidence head's token term depend on x_{k-1} alone: each
+        # sequential step is a row lookup in W1, one [r, V] product, a softmax and a draw (a
+        # [V, V] table of the products would take 9.7 GB at SmolLM2's V = 49,152).
         d = x.shape[-1]
         weight = confidence.weight[0]
         confidence_hidden = x @ weight[:d] + confidence.bias
-        confidence_token = markov_in.weight @ weight[d:]
         tokens, probs, confidences = [], [], []
         previous = pending
         for k in range(gamma):
-            confidences.append(confidence_hidden[:, k] + confidence_token[previous])
-            q = torch.softmax((parallel[:, k] + markov_table[previous]).float() * scale, dim=-1)
+            token_state = markov_in(previous)
+            confidences.append(confidence_hidden[:, k] + token_state @ weight[d:])
+            q = torch.softmax((parallel[:, k] + markov_out(token_state)).float() * scale, dim=-1)
             previous = draw(q, temperature, generator)
             tokens.append(previous)
             probs.append(q)

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .drafting import Proposal, check_fused_layers, draw, tempered_probs
-from .target import KVCache, Ragged, Target, TargetOutput, apply_rope, init_weights
+from .target import FrozenTarget, KVCache, Ragged, TargetOutput, apply_rope, init_weights
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class EagleDrafter(nn.Module):
     from the target's LM head. Drafting feeds its own hidden states back, one position per
     step; training does the same for gamma steps (training-time test)."""
 
-    def __init__(self, target: Target, config: EagleConfig) -> None:
+    def __init__(self, target: FrozenTarget, config: EagleConfig) -> None:
         super().__init__()
         check_fused_layers(target)
         tc = target.config
@@ -89,7 +89,7 @@ class EagleDrafter(nn.Module):
         self.apply(init_weights)
 
     @property
-    def frozen_target(self) -> Target:
+    def frozen_target(self) -> FrozenTarget:
         return self.target[0]
 
     def training_outputs(self, tokens: torch.Tensor, features: torch.Tensor) -> torch.Tensor:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -87,10 +87,18 @@ class KVCache:
     commits a prefix with :meth:`commit`; rolling back is not committing.
     """
 
-    def __init__(self, layers: int, batch: int, capacity: int, heads: int, head_dim: int) -> None:
+    def __init__(
+        self,
+        layers: int,
+        batch: int,
+        capacity: int,
+        heads: int,
+        head_dim: int,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         shape = (layers, batch, capacity, heads, head_dim)
-        self.keys = torch.zeros(shape)
-        self.values = torch.zeros(shape)
+        self.keys = torch.zeros(shape, dtype=dtype)
+        self.values = torch.zeros(shape, dtype=dtype)
         self.lengths = torch.zeros(batch, dtype=torch.int64)
         self.capacity = capacity
 
@@ -166,6 +174,46 @@ class TargetOutput(NamedTuple):
 
     logits: torch.Tensor
     features: torch.Tensor
+
+
+class TargetShape(Protocol):
+    """The configuration fields the drafters and decoders read."""
+
+    @property
+    def vocab(self) -> int: ...
+    @property
+    def d_model(self) -> int: ...
+    @property
+    def n_layers(self) -> int: ...
+    @property
+    def n_heads(self) -> int: ...
+    @property
+    def max_len(self) -> int: ...
+    @property
+    def feature_layers(self) -> tuple[int, ...]: ...
+
+
+class FrozenTarget(Protocol):
+    """What the drafters and decoders use of a target: :class:`Target` here, and
+    :class:`specproof.e2e.models.llama_target.LlamaTarget` (SmolLM2-135M)."""
+
+    @property
+    def config(self) -> TargetShape: ...
+    @property
+    def embed(self) -> nn.Embedding: ...
+    @property
+    def rope_cos(self) -> torch.Tensor: ...
+    @property
+    def rope_sin(self) -> torch.Tensor: ...
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def logits_of(self, hidden: torch.Tensor) -> torch.Tensor: ...
+    def new_cache(self, batch: int, capacity: int | None = None) -> KVCache: ...
+    def extend(
+        self, tokens: torch.Tensor, counts: torch.Tensor, cache: KVCache
+    ) -> TargetOutput: ...
+    def eval(self) -> Any: ...
+    def parameters(self, recurse: bool = True) -> Any: ...
 
 
 class Target(nn.Module):

@@ -21,7 +21,7 @@ from ..data.corpora import WindowSampler
 from ..decoding.rounds import autoregressive_generate
 from ..models.dspark import DSparkDrafter, dspark_loss
 from ..models.eagle import EagleDrafter, eagle_loss
-from ..models.target import Target
+from ..models.target import FrozenTarget, Target
 
 Log = Callable[[str], None]
 
@@ -178,7 +178,7 @@ def train_target(
     return run_loop("target", target, settings, target_step(target, sampler, settings), log)
 
 
-def freeze(target: Target) -> None:
+def freeze(target: FrozenTarget) -> None:
     target.eval()
     for p in target.parameters():
         p.requires_grad_(False)

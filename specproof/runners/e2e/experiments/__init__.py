@@ -17,4 +17,6 @@ in ``benchmarks/`` section through :mod:`specproof.runners.e2e.report`).
   chunks, by re-timing recorded rounds
 - :mod:`.learning_curves`: tau of DSpark, DFlash and EAGLE-3 against training steps, resumable
 - :mod:`.step_time`: seconds per training step of the sub-word plan's models
+- :mod:`.smollm2_target`: SmolLM2-135M as the target: its gap to transformers, bfloat16 against
+  float32, the cost of its hidden states, drafter sizes and step times on it
 """
