@@ -414,7 +414,7 @@ def audit_mlx(session: nox.Session) -> None:
     `LD_PRELOAD=.../libopenblas.so.0 python3 -m nox -s audit-mlx -- --model smollm2 --delta 0.5
     --binned-cells 0 --only NAME ...` (118 runs a sampled configuration, 50 greedy); on
     2026-12-07/08 at a load average of 10-15 each control took 227-460 s and each draft-model
-    configuration 427-974 s, 4,599 s (77 min) for the 8 configurations run. Writes
+    configuration 334-974 s, 4,933 s (82 min) for the 9 configurations run. Writes
     the mlx-lm entries of benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
