@@ -10,6 +10,8 @@ and is expected to FAIL. The verdict:
 - FAIL, control too: every failing speculative configuration's control fails as well (the
   engine's plain path misses the law too: not a loss caused by speculation);
 - NO POWER: a must-fail control passed (the audit could not see a known loss);
+- PASS, some underpowered: nothing failed, but some configurations are INCONCLUSIVE (a row
+  fell short of the power its report states as its goal);
 - PASS: everything else that ran passed (REFUSED configurations are counted apart).
 """
 
@@ -55,14 +57,15 @@ def role(record: Mapping[str, Any]) -> str:
 
 
 def count(records: Iterable[Mapping[str, Any]]) -> str:
-    """'passed/ran PASS' with REFUSED counted apart ('-' when none)."""
+    """'passed/ran PASS', then the runs that neither passed nor failed (INCONCLUSIVE: no row
+    failed, the power fell short) and the REFUSED ones ('-' when none)."""
     verdicts = [r["verdict"] for r in records]
     ran = [v for v in verdicts if v != "REFUSED"]
-    text = f"{ran.count('PASS')}/{len(ran)} PASS" if ran else ""
-    refused = len(verdicts) - len(ran)
-    if refused:
-        text += f"{', ' if text else ''}{refused} REFUSED"
-    return text or "-"
+    parts = [f"{ran.count('PASS')}/{len(ran)} PASS"] if ran else []
+    for verdict in ("INCONCLUSIVE", "REFUSED"):
+        if verdicts.count(verdict):
+            parts.append(f"{verdicts.count(verdict)} {verdict}")
+    return ", ".join(parts) or "-"
 
 
 def verdict_of(
@@ -86,7 +89,10 @@ def verdict_of(
     if unseen:
         return "NO POWER", unseen
     failed_controls = [name for name, v in own.items() if v == "FAIL"]
-    return ("FAIL, control only" if failed_controls else "PASS"), failed_controls
+    if failed_controls:
+        return "FAIL, control only", failed_controls
+    short = [r["configuration"] for r in records if r["verdict"] == "INCONCLUSIVE"]
+    return ("PASS, some underpowered" if short else "PASS"), short
 
 
 def grouped(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], list[Mapping[str, Any]]]:

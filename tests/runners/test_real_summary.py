@@ -44,6 +44,7 @@ CONTROL = record("c", "PASS")
         ([CONTROL, record("x", "FAIL", "c", lossy=True)], ("PASS", [])),
         ([CONTROL, record("f", "FAIL", kind="function")], ("FAIL", ["f"])),
         ([CONTROL, record("s", "REFUSED", "c")], ("PASS", [])),
+        ([CONTROL, record("s", "INCONCLUSIVE", "c")], ("PASS, some underpowered", ["s"])),
     ],
 )
 def test_verdict_rules(records: list[dict[str, Any]], expected: tuple[str, list[str]]) -> None:
@@ -77,6 +78,12 @@ def test_a_refused_must_fail_control_is_counted_apart() -> None:
     assert "| 1/1 PASS; must-fail 1/1 FAIL, 1 REFUSED |" in row
     row = summary([CONTROL, record("x", "REFUSED", "c", lossy=True)], []).splitlines()[2]
     assert "| **PASS** |" in row and "| 1/1 PASS; must-fail 1 REFUSED |" in row
+
+
+def test_inconclusive_runs_are_counted_apart_from_failures() -> None:
+    records = [CONTROL, record("s", "INCONCLUSIVE", "c"), record("t", "FAIL", "c")]
+    row = summary(records, []).splitlines()[2]
+    assert "| **FAIL** | 0/2 PASS, 1 INCONCLUSIVE |" in row
 
 
 def test_engines_keep_their_models_together() -> None:
