@@ -17,6 +17,7 @@ COMMANDS = [
     "sweep",
     "train_subword_target",
     "subword_tokenizer",
+    "smollm2_data",
     "experiments.tau",
     "experiments.held_out",
     "experiments.draft_time",
@@ -30,6 +31,7 @@ COMMANDS = [
     "experiments.walk_cost",
     "experiments.learning_curves",
     "experiments.step_time",
+    "experiments.smollm2_target",
     "report.headline_and_clocks",
     "report.__main__",
 ]
