@@ -29,7 +29,7 @@ from torch import nn
 
 from specproof.models.smollm2 import float_folder
 
-from .target import KVCache, Ragged, TargetOutput
+from .target import KVCache, Ragged, TargetOutput, ragged_cached_attention
 
 FUSED_LAYER_COUNT = 5
 """The release fuses five target layers (Qwen3-4B/8B: 1, 9, 17, 25, 33 of 36)."""
@@ -198,20 +198,8 @@ class LlamaLayer(nn.Module):
     ) -> torch.Tensor:
         """x [N, d] flat valid tokens: their keys/values written into the cache at their
         positions, causal attention to cache entries 0..position."""
-        batch, width = ragged.positions.shape
         q, k, v = self.self_attn.split(self.input_layernorm(x), cos, sin)
-        flat_pos = ragged.flat_positions()
-        keys[ragged.rows, flat_pos] = k
-        values[ragged.rows, flat_pos] = v
-        mask = torch.arange(span)[None, None, :] <= ragged.positions[:, :, None]
-        a = F.scaled_dot_product_attention(
-            ragged.pad(q, batch, width).transpose(1, 2),
-            keys[:, :span].transpose(1, 2),
-            values[:, :span].transpose(1, 2),
-            attn_mask=mask[:, None],
-            enable_gqa=True,
-        )
-        attended = a.transpose(1, 2)[ragged.rows, ragged.cols].flatten(-2)
+        attended = ragged_cached_attention(q, k, v, ragged, keys, values, span)
         x = x + self.self_attn.o_proj(attended)
         return x + self.mlp(self.post_attention_layernorm(x))
 

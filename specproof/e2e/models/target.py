@@ -80,6 +80,33 @@ class Ragged(NamedTuple):
         return out
 
 
+def ragged_cached_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    ragged: Ragged,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    span: int,
+) -> torch.Tensor:
+    """Flat valid tokens' q [N, H, Dh] and k, v [N, Hkv, Dh]: k and v written into the cache
+    (``keys``/``values`` [B, capacity, Hkv, Dh]) at their positions, then causal attention to
+    cache entries 0..position (Hkv < H: grouped-query heads); returns [N, H * Dh]."""
+    batch, width = ragged.positions.shape
+    flat_pos = ragged.flat_positions()
+    keys[ragged.rows, flat_pos] = k
+    values[ragged.rows, flat_pos] = v
+    mask = torch.arange(span)[None, None, :] <= ragged.positions[:, :, None]
+    a = F.scaled_dot_product_attention(
+        ragged.pad(q, batch, width).transpose(1, 2),
+        keys[:, :span].transpose(1, 2),
+        values[:, :span].transpose(1, 2),
+        attn_mask=mask[:, None],
+        enable_gqa=keys.shape[-2] != q.shape[-2],
+    )
+    return a.transpose(1, 2)[ragged.rows, ragged.cols].flatten(-2)
+
+
 class KVCache:
     """Per-layer keys and values [R, capacity, H, Dh]; ``lengths[r]`` entries are committed.
 
@@ -150,21 +177,9 @@ class Block(nn.Module):
     ) -> torch.Tensor:
         """x [N, d] flat valid tokens; writes their keys/values into the cache at their
         positions and attends causally to cache entries 0..position."""
-        batch, width = ragged.positions.shape
         q, k, v = self.attn.split(self.norm1(x))
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        flat_pos = ragged.flat_positions()
-        keys[ragged.rows, flat_pos] = k
-        values[ragged.rows, flat_pos] = v
-        q_pad = ragged.pad(q, batch, width).transpose(1, 2)
-        mask = torch.arange(span)[None, None, :] <= ragged.positions[:, :, None]
-        a = F.scaled_dot_product_attention(
-            q_pad,
-            keys[:, :span].transpose(1, 2),
-            values[:, :span].transpose(1, 2),
-            attn_mask=mask[:, None],
-        )
-        x = x + self.attn.out(a.transpose(1, 2)[ragged.rows, ragged.cols].flatten(-2))
+        x = x + self.attn.out(ragged_cached_attention(q, k, v, ragged, keys, values, span))
         return x + self.mlp(self.norm2(x))
 
 
