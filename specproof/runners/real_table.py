@@ -6,6 +6,8 @@ Each engine's session replaces its own entries on the model it ran and keeps the
 audited configuration of an engine on a model (``model``): an engine run (``kind`` "engine") or
 a function-level audit of the engine's own sampler (``kind`` "function"), with every row of its
 report.
+
+    python -m specproof.runners.real_table   # rewrite every table from the results file
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from specproof.runners.real_summary import HEADER as SUMMARY_HEADER
 from specproof.runners.real_summary import VERDICTS_PATH, engine_shown, load_reasons, summary
 
 JSON_PATH = Path("benchmarks") / "engine_audit_real.json"
@@ -135,3 +138,38 @@ def write(
     tables = rendered(records, reasons_path)
     md_path.write_text(tables)
     return tables
+
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = (("README.md", ""), ("docs/results/real_engines.md", "../../"))
+"""Pages that show the summary, each with the path that leads its links to the repository."""
+
+
+def replaced_table(text: str, header: str, table: str) -> str:
+    """``text`` with the table that starts at ``header`` (up to the next blank line) replaced."""
+    start = text.index(header)
+    end = text.index("\n\n", start)
+    return text[:start] + table.rstrip("\n") + text[end:]
+
+
+def rerender(root: Path = ROOT) -> int:
+    """Rewrite every rendering of the results file from it (after an engine's run, or an edit
+    of the reasons): benchmarks/engine_audit_real.md, the summary in README.md and
+    docs/results/real_engines.md, and the page's full table; returns the number of entries."""
+    records = load(root / JSON_PATH)
+    reasons_path = root / VERDICTS_PATH
+    reasons = load_reasons(reasons_path)
+    (root / MD_PATH).write_text(rendered(records, reasons_path))
+    for page, link_base in PAGES:
+        path = root / page
+        text = replaced_table(
+            path.read_text(), SUMMARY_HEADER, summary(records, reasons, link_base)
+        )
+        if page.startswith("docs/"):
+            text = replaced_table(text, HEADER, markdown(records))
+        path.write_text(text)
+    return len(records)
+
+
+if __name__ == "__main__":
+    print(f"re-rendered {rerender()} entries")
