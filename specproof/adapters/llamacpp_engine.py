@@ -12,8 +12,16 @@ verifies by sampling the target at every drafted position and keeping the draft 
 agree; the drafter is traced to record each round's draft length and accepted count.
 
 The law: HF transformers on the same weights, with llama-cpp-python's sampler chain as it
-builds it (``Llama._init_sampler``): the repetition penalty over the tokens the sampler has
-emitted (the generated ones, not the prompt), then top-k, top-p, min-p, temperature.
+builds it (``Llama._init_sampler``): the penalties over the last ``last_n_tokens_size`` (64)
+tokens the sampler has emitted (the generated ones, not the prompt: ``llama_sampler_sample``
+accepts each sampled token into the chain), then top-k, top-p, min-p, temperature. The
+penalties are llama.cpp's ``llama_sampler_penalties_apply``: each such token's logit divided
+by the repetition penalty when positive (multiplied otherwise), then lowered by the frequency
+penalty times its count and by the presence penalty once.
+
+Several requests per call: none. ``Llama`` holds one context whose tokens all go to sequence 0
+(``LlamaBatch.set_batch``), ``generate`` and ``create_completion`` take one prompt, and the
+draft model is used on that path only; each run is its own call.
 """
 
 from __future__ import annotations
@@ -21,9 +29,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import tarfile
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +47,29 @@ from specproof.models import AuditModel
 
 VERSION = "0.3.36"
 N_CTX = 64
-T1 = {"temp": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "repeat_penalty": 1.0}
-TRUNCATED = {"temp": 1.0, "top_k": 5, "top_p": 0.9, "min_p": 0.05, "repeat_penalty": 1.3}
+NO_PENALTY = {"repeat_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
+"""``Llama.generate``'s own defaults: the settings without penalties are what they were."""
+T1 = {"temp": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, **NO_PENALTY}
+TRUNCATED = {**T1, "top_k": 5, "top_p": 0.9, "min_p": 0.05, "repeat_penalty": 1.3}
 GREEDY = {**T1, "temp": 0.0}
 """llama-cpp-python's greedy sampler (temperature 0)."""
+PENALTIES = {**T1, "repeat_penalty": 1.3, "presence_penalty": 0.5, "frequency_penalty": 0.5}
+"""T = 1 with all three penalties (OpenVINO GenAI's audited values)."""
+GREEDY_PENALTIES = {**PENALTIES, "temp": 0.0}
+PENALTY_LABEL = "repetition penalty 1.3, presence penalty 0.5, frequency penalty 0.5"
+PENALTY_LAST_N = 64
+"""``Llama``'s ``last_n_tokens_size`` default: the penalties see the last 64 emitted tokens."""
+REPEATING_TEXT = "red green blue red green blue red green blue red green blue"
+"""The penalties' prompt on a real vocabulary, as plain text (no chat template): its
+continuation repeats its own words, so penalties over the generated tokens move the law (on
+SmolLM2 by TV 0.11-0.25 at positions 2-5; after the chat prompts the model hardly repeats a
+token within 5, and the penalties moved the law by TV 0.015 at most)."""
+TOKENIZED_VOCAB = 64
+"""Above this vocabulary the model's tokenizer spells :data:`REPEATING_TEXT`; a tiny model
+uses its lookup prompt, which its target continues with the same token."""
 GREEDY_TOKENS = 8
-SAMPLING_KEYS = ("temp", "top_k", "top_p", "min_p", "repeat_penalty")
+SAMPLING_KEYS = ("temp", "top_k", "top_p", "min_p", "repeat_penalty", "presence_penalty",
+                 "frequency_penalty")  # fmt: skip
 CONVERTER_PARTS = ("convert_hf_to_gguf.py", "conversion", "gguf-py")
 
 
@@ -70,19 +96,40 @@ class LlamaCppConfig:
         return float(self.sampling["temp"]) == 0.0
 
 
+@lru_cache(maxsize=4)
+def encoded(folder: str, text: str) -> tuple[int, ...]:
+    from transformers import AutoTokenizer
+
+    tokenizer: Any = AutoTokenizer.from_pretrained(folder)
+    return tuple(int(t) for t in tokenizer.encode(text, add_special_tokens=False))
+
+
+def penalty_prompt(model: AuditModel) -> tuple[int, ...]:
+    """The prompt of the penalised settings: :data:`REPEATING_TEXT` in the model's tokens, or
+    the lookup prompt for a vocabulary of :data:`TOKENIZED_VOCAB` or fewer ids."""
+    if model.vocab <= TOKENIZED_VOCAB:
+        return model.lookup
+    return encoded(str(model.target), REPEATING_TEXT)
+
+
 def configurations(model: AuditModel) -> list[LlamaCppConfig]:
     """Every audited configuration, each control first; a control and the configurations
     compared with it share one prompt (at T = 1 the one after which prompt lookup's drafts
-    are accepted in full, the model's lookup prompt)."""
+    are accepted in full, the model's lookup prompt). The penalties run after
+    :func:`penalty_prompt`, whose continuation repeats its own tokens: llama.cpp penalises
+    only the generated ones."""
+    penalised_prompt = penalty_prompt(model)
     out = []
     for tag, sampling, label, prompt in (
         ("T=1", T1, "T = 1", model.lookup),
         ("truncated", TRUNCATED, "top-k 5, top-p 0.9, min-p 0.05, repetition penalty 1.3",
          model.prompt),
         ("greedy", GREEDY, "greedy (temperature 0)", model.prompt),
+        ("penalties", PENALTIES, f"T = 1, {PENALTY_LABEL}", penalised_prompt),
+        ("greedy-penalties", GREEDY_PENALTIES, f"greedy, {PENALTY_LABEL}", penalised_prompt),
     ):  # fmt: skip
         control = f"{tag} no draft"
-        tokens = GREEDY_TOKENS if sampling is GREEDY else 5
+        tokens = GREEDY_TOKENS if float(sampling["temp"]) == 0.0 else 5
         out.append(LlamaCppConfig(control, "none", 0, sampling, label, tokens=tokens,
                                   prompt=prompt))  # fmt: skip
         for drafter, name in (("lookup", "prompt lookup"), ("draft", "draft model")):
@@ -102,15 +149,23 @@ def by_name(name: str, model: AuditModel) -> LlamaCppConfig:
     raise KeyError(f"no llama.cpp configuration {name!r}; known: {known}")
 
 
-def penalised(logits: torch.Tensor, previous: Sequence[int], penalty: float) -> torch.Tensor:
-    """llama.cpp's repetition penalty: each distinct earlier token's logit divided by the
-    penalty when positive, multiplied by it otherwise (HF's rule, on a different token set)."""
-    if penalty == 1.0 or not previous:
+def penalised(
+    logits: torch.Tensor, previous: Sequence[int], penalty: float, presence: float = 0.0,
+    frequency: float = 0.0,
+) -> torch.Tensor:  # fmt: skip
+    """llama.cpp's penalties over ``previous`` (the emitted tokens in its window): each
+    distinct token's logit divided by the repetition ``penalty`` when positive, multiplied by
+    it otherwise (HF's rule, on a different token set), then lowered by ``frequency`` times
+    the token's count and by ``presence`` once."""
+    if (penalty == 1.0 and presence == 0.0 and frequency == 0.0) or not previous:
         return logits
     out = logits.clone()
-    index = torch.tensor(sorted(set(previous)), dtype=torch.long)
+    counts = Counter(int(t) for t in previous)
+    index = torch.tensor(sorted(counts), dtype=torch.long)
     chosen = out[index]
-    out[index] = torch.where(chosen > 0, chosen / penalty, chosen * penalty)
+    chosen = torch.where(chosen > 0, chosen / penalty, chosen * penalty)
+    times = torch.tensor([counts[int(t)] for t in index], dtype=chosen.dtype)
+    out[index] = chosen - (frequency * times + presence)
     return out
 
 
@@ -140,8 +195,9 @@ def chain_probs(logits: torch.Tensor, sampling: Mapping[str, float]) -> torch.Te
 def llamacpp_target_probs(
     target: Any, sampling: Mapping[str, float], prompt_length: int
 ) -> TargetProbs:
-    """[B, L] -> [B, L, V]: HF's logits through llama-cpp-python's sampler chain; the penalty
-    sees the tokens after the first ``prompt_length`` (the ones the sampler emitted)."""
+    """[B, L] -> [B, L, V]: HF's logits through llama-cpp-python's sampler chain; the
+    penalties see the last :data:`PENALTY_LAST_N` tokens after the first ``prompt_length``
+    (the ones the sampler emitted)."""
 
     def target_probs(sequences: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
@@ -149,8 +205,10 @@ def llamacpp_target_probs(
         out = torch.empty_like(logits)
         for b in range(sequences.shape[0]):
             for t in range(sequences.shape[1]):
-                emitted = sequences[b, prompt_length : t + 1].tolist()
-                row = penalised(logits[b, t], emitted, float(sampling["repeat_penalty"]))
+                emitted = sequences[b, prompt_length : t + 1].tolist()[-PENALTY_LAST_N:]
+                row = penalised(logits[b, t], emitted, float(sampling["repeat_penalty"]),
+                                float(sampling["presence_penalty"]),
+                                float(sampling["frequency_penalty"]))  # fmt: skip
                 out[b, t] = chain_probs(row, sampling).to(torch.float32)
         return out
 

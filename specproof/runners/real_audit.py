@@ -5,7 +5,7 @@ own sampler; results merged into benchmarks/engine_audit_real.json and .md, keye
 and model. Engines are the records of :mod:`specproof.adapters.registry`.
 
     python -m specproof.runners.real_audit ENGINE [--model tiny|tiny-qwen3|smollm2|PATH]
-        [--draft PATH] [--only NAME ...] [--runs N]
+        [--draft PATH] [--only NAME ... [--exact]] [--runs N]
 
 ``--model tiny`` (the default) builds the tiny 8-token Llamas of
 :mod:`specproof.subjects.real_models`; ``tiny-qwen3`` the tiny Qwen3 target of
@@ -83,6 +83,9 @@ def parser() -> argparse.ArgumentParser:
         help="cells of the binned row at a large vocabulary (0: none; default the audit's 64)",
     )
     out.add_argument("--only", nargs="*", help="configurations whose name contains one of these")
+    out.add_argument(
+        "--exact", action="store_true", help="--only names whole configuration names, not parts"
+    )
     out.add_argument("--runs", type=int, help="runs per configuration (default: the audit's)")
     out.add_argument(
         "--delta",
@@ -155,6 +158,14 @@ def resolved_model(args: argparse.Namespace, scratch: Path) -> AuditModel:
     return model_from_folder(Path(args.model), draft=args.draft)
 
 
+def selected(names: list[str], only: list[str] | None, exact: bool = False) -> list[str]:
+    """The configurations of ``names`` that ``--only`` picks: every one without it; with it
+    those whose name contains one of its words, or (``exact``) is one of them."""
+    if not only:
+        return list(names)
+    return [n for n in names if any(part == n if exact else part in n for part in only)]
+
+
 def run_all(record: EngineRecord, args: argparse.Namespace) -> int:
     records: list[dict[str, Any]] = []
     broken = []
@@ -164,10 +175,7 @@ def run_all(record: EngineRecord, args: argparse.Namespace) -> int:
         model_json.write_text(model.to_json())
         record_json = Path(scratch) / "record.json"
         record_json.write_text(record.to_json())
-        groups = [
-            [n for n in group if not args.only or any(part in n for part in args.only)]
-            for group in record.groups(model)
-        ]
+        groups = [selected(group, args.only, args.exact) for group in record.groups(model)]
         for names in filter(None, groups):
             out = Path(scratch) / "entries.json"
             out.unlink(missing_ok=True)

@@ -309,6 +309,79 @@ def test_llamacpp_chain_follows_llama_cpp_order_and_penalty() -> None:
     assert (floor > 0).tolist() == [True, True, False, False]
 
 
+def test_llamacpp_penalties_follow_llama_cpp_sampler_penalties() -> None:
+    """llama_sampler_penalties_apply: divide (or multiply) by the repetition penalty, then
+    subtract frequency x count + presence; values worked by hand."""
+    import torch
+
+    from specproof.adapters import llamacpp_engine as le
+
+    logits = torch.tensor([2.0, 1.0, 0.5, -1.0])
+    # token 0 (twice): 2 / 2 - (2 x 0.25 + 0.5) = 0; token 3 (once): -1 x 2 - 0.75 = -2.75
+    out = le.penalised(logits, [0, 3, 0], 2.0, presence=0.5, frequency=0.25)
+    assert out.tolist() == [0.0, 1.0, 0.5, -2.75]
+    assert le.penalised(logits, [1], 1.0, presence=0.5).tolist() == [2.0, 0.5, 0.5, -1.0]
+    assert le.penalised(logits, [1, 1], 1.0, frequency=0.5).tolist() == [2.0, 0.0, 0.5, -1.0]
+
+
+def test_llamacpp_law_penalises_the_last_64_emitted_tokens_only() -> None:
+    import math
+
+    import torch
+
+    from specproof.adapters import llamacpp_engine as le
+
+    class Flat:
+        def __call__(self, sequences: torch.Tensor) -> SimpleNamespace:
+            return SimpleNamespace(logits=torch.zeros(*sequences.shape, 4))
+
+    law = le.llamacpp_target_probs(Flat(), le.PENALTIES, prompt_length=1)
+    probs = law(torch.tensor([[3, 0, 0, 1]]))[0].double()
+    # after the prompt [3] nothing is penalised: the prompt's 3 is not an emitted token
+    assert probs[0].tolist() == pytest.approx([0.25] * 4)
+    # after emitting 0, 0: 0 x 1.3 - (2 x 0.5 + 0.5) = -1.5 on token 0, the rest 0
+    low = math.exp(-1.5) / (math.exp(-1.5) + 3)
+    assert probs[2].tolist() == pytest.approx([low, (1 - low) / 3, (1 - low) / 3, (1 - low) / 3])
+    # 2, 2 emitted first, then 64 x 1: at the end 2 has left the window, 1 fills it
+    sequence = torch.tensor([[3, 2, 2, *([1] * 64)]])
+    last = law(sequence)[0, -1].double()
+    assert last[2] == pytest.approx(last[0]) and last[1] < last[0]
+
+
+def test_llamacpp_penalised_settings_sit_beside_their_controls() -> None:
+    from specproof.adapters import llamacpp_engine as le
+    from specproof.subjects.real_models import LOOKUP_PROMPT
+
+    names = [c.name for c in le.configurations(TINY)]
+    for tag in ("penalties", "greedy-penalties"):
+        assert [n for n in names if n.startswith(f"{tag} ")] == [
+            f"{tag} no draft", f"{tag} prompt lookup k=3", f"{tag} draft model k=3"
+        ]  # fmt: skip
+    sampled = le.by_name("penalties draft model k=3", TINY)
+    assert sampled.prompt == LOOKUP_PROMPT and sampled.tokens == 5 and not sampled.greedy
+    greedy = le.by_name("greedy-penalties draft model k=3", TINY)
+    assert greedy.greedy and greedy.tokens == le.GREEDY_TOKENS
+    assert greedy.sampling["presence_penalty"] == 0.5 == greedy.sampling["frequency_penalty"]
+    # the settings without penalties hand generate its own defaults
+    for tag in ("T=1", "greedy"):
+        plain = le.by_name(f"{tag} no draft", TINY).sampling
+        assert (plain["repeat_penalty"], plain["presence_penalty"], plain["frequency_penalty"]) == (
+            1.0, 0.0, 0.0
+        )  # fmt: skip
+    truncated = le.by_name("truncated no draft", TINY).sampling
+    assert truncated["repeat_penalty"] == 1.3 and truncated["presence_penalty"] == 0.0
+
+
+def test_real_audit_only_picks_parts_or_whole_names() -> None:
+    from specproof.runners.real_audit import selected
+
+    names = ["T=1 no draft", "T=1 draft model k=3", "T=1 no draft, 4 requests per call"]
+    assert selected(names, None) == names
+    assert selected(names, ["T=1 no draft"]) == [names[0], names[2]]
+    assert selected(names, ["T=1 no draft"], exact=True) == [names[0]]
+    assert selected(names, ["T=1 draft", "no draft, 4"], exact=True) == []
+
+
 def test_draft_trace_reads_the_accepted_prefix_from_the_next_context() -> None:
     import numpy as np
 
