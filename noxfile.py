@@ -385,8 +385,12 @@ def audit_llamacpp(session: nox.Session) -> None:
     three truncated ones at 4-5; `-- --runs 1500` took 23 minutes for all six at 12-15. On
     2026-12-07 the build took 14 minutes at a load average of about 5. `-- --model smollm2
     --delta 0.3 --binned-cells 0 --no-functions` audits SmolLM2-135M-Instruct instead (fetched
-    once; docs/results/real_engines.md gives each configuration's seconds). Writes the llama.cpp
-    entries of benchmarks/engine_audit_real.json and .md."""
+    once; docs/results/real_engines.md gives each configuration's seconds); with `--only
+    penalties` (repetition, presence and frequency penalties at T = 1 and greedy, 340 runs a
+    sampled configuration) the control took 378 s of audit on 2026-12-08 at a load average of
+    8-10 and the draft model more than 23 minutes (stopped unfinished); that day the session's
+    install, the build included, took 79 minutes at a load average of 10-13. Writes the
+    llama.cpp entries of benchmarks/engine_audit_real.json and .md."""
     # sentencepiece: the GGUF converter imports it before it falls back to tokenizer.json.
     # gguf, accelerate: reading SmolLM2's GGUF for ``-- --model smollm2``.
     session.install(
