@@ -19,6 +19,7 @@ import specproof.runners.e2e.experiments.learning_curves as curves
 from specproof.e2e.data.chat_prompts import Prompt
 from specproof.e2e.data.corpora import Corpus, Document, WindowSampler
 from specproof.e2e.data.smollm2_windows import (
+    SLICE_BYTES,
     HalfAndHalf,
     distilled_streams,
     real_text_stream,
@@ -78,14 +79,23 @@ def test_a_folder_without_sequences_is_refused(tmp_path: Path) -> None:
 
 
 def test_real_text_is_cut_at_lines_tokenised_and_seeded() -> None:
-    lines = b"".join(b"line %d of the document\n" % i for i in range(3000))
-    corpus = Corpus("code", (Document("a", lines),), ())
-    encode = lambda text: [ord(c) % 90 + 6 for c in text]  # noqa: E731
-    first = real_text_stream(corpus, encode, 5000, seed=1)
-    assert first.shape == (5000,)
-    assert np.array_equal(first, real_text_stream(corpus, encode, 5000, seed=1))
-    assert not np.array_equal(first, real_text_stream(corpus, encode, 5000, seed=2))
-    assert first[:5].tolist() == [ord(c) % 90 + 6 for c in "line "]  # a slice starts at a line
+    long = b"".join(b"line %d of the document\n" % i for i in range(3000))
+    short = (b"a short document\n", b"another one\n")
+    corpus = Corpus("code", (Document("a", long), *(Document(t.decode(), t) for t in short)), ())
+    texts: list[str] = []
+
+    def encode(text: str) -> list[int]:
+        texts.append(text)
+        return [ord(c) % 90 + 6 for c in text]
+
+    first = real_text_stream(corpus, encode, 20000, seed=1)
+    assert first.shape == (20000,)
+    assert np.array_equal(first, real_text_stream(corpus, encode, 20000, seed=1))
+    assert not np.array_equal(first, real_text_stream(corpus, encode, 20000, seed=2))
+    assert set(short) <= {t.encode() for t in texts}  # short documents whole
+    slices = [t for t in texts if t.encode() not in short]
+    assert len({t[:12] for t in slices}) > 1  # the long one cut at different places
+    assert all(t.startswith("line ") and len(t) == SLICE_BYTES for t in slices)
 
 
 def test_half_the_windows_come_from_each_source() -> None:

@@ -17,10 +17,10 @@ import numpy as np
 import torch
 
 from ..training.self_distillation import MANIFEST, load_shard
-from .corpora import DOMAIN_WEIGHTS, Corpus, WindowSampler, prompt_starts
+from .corpora import DOMAIN_WEIGHTS, Corpus, WindowSampler
 
 SLICE_BYTES = 4096
-"""Bytes of one real-text slice (starting at a line) before tokenising."""
+"""Most bytes taken from one document (from a line start) before tokenising."""
 
 
 def distilled_streams(folder: Path) -> dict[str, np.ndarray]:
@@ -40,16 +40,23 @@ def distilled_streams(folder: Path) -> dict[str, np.ndarray]:
 def real_text_stream(
     corpus: Corpus, encode: Callable[[str], list[int]], tokens: int, seed: int
 ) -> np.ndarray:
-    """At least ``tokens`` token ids of the corpus's training split: slices of
-    :data:`SLICE_BYTES` starting at lines chosen by ``seed``, tokenised and joined."""
-    stream = corpus.stream("train")
-    rng_seed = seed
+    """The first ``tokens`` token ids of the corpus's training documents in a seeded order,
+    each cut to at most :data:`SLICE_BYTES` from a seeded line start, tokenised and joined."""
+    documents = corpus.documents("train")
+    if not documents:
+        raise ValueError(f"the {corpus.domain} corpus has no training documents")
+    rng = np.random.default_rng(seed)
     ids: list[int] = []
     while len(ids) < tokens:
-        for start in prompt_starts(stream, 16, SLICE_BYTES, rng_seed):
-            text = bytes(stream[start : start + SLICE_BYTES]).replace(b"\0", b"\n")
-            ids += encode(text.decode("utf-8", "ignore"))
-        rng_seed += 1
+        for index in rng.permutation(len(documents)):
+            data = documents[int(index)].data
+            if len(data) > SLICE_BYTES:
+                lines = [0, *(i + 1 for i in range(len(data) - SLICE_BYTES) if data[i] == 10)]
+                start = int(lines[int(rng.integers(len(lines)))])
+                data = data[start : start + SLICE_BYTES]
+            ids += encode(data.decode("utf-8", "ignore"))
+            if len(ids) >= tokens:
+                break
     return np.array(ids[:tokens], dtype=np.int64)
 
 
