@@ -17,7 +17,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .drafting import Proposal, check_fused_layers, draw, position_weights
+from .drafting import (
+    Proposal,
+    Truncation,
+    check_fused_layers,
+    draw,
+    position_weights,
+    truncated,
+)
 from .markov_heads import NO_HEAD, SequentialHead, check_head, make_head
 from .target import Block, FrozenTarget, KVCache, Ragged, TargetOutput, apply_rope, init_weights
 
@@ -322,7 +329,11 @@ class DSparkDrafter(nn.Module):
         pending: torch.Tensor,
         temperature: float,
         generator: torch.Generator,
+        truncation: Truncation | None = None,
     ) -> Proposal:
+        """Drafts gamma tokens after ``pending``, each from its law q_k tempered by
+        ``temperature`` and restricted by ``truncation`` (the law returned is the one drawn
+        from)."""
         cache = state.cache
         gamma = self.gamma
         target = self.frozen_target
@@ -345,13 +356,13 @@ class DSparkDrafter(nn.Module):
         scale = 1.0 if temperature == 0 else 1.0 / temperature
         if not self.config.markov:
             # DFlash: every slot's law is its backbone law; drawn slot by slot, in order.
-            laws = torch.softmax(parallel.float() * scale, dim=-1)
+            laws = truncated(torch.softmax(parallel.float() * scale, dim=-1), truncation)
             drawn = [draw(laws[:, k], temperature, generator) for k in range(gamma)]
             return Proposal(torch.stack(drawn, 1), laws, None)
         markov_in, markov_out, confidence = self.markov_factors()
         if self.sequential_head is not None:
             return self._draw_with_head(
-                self.sequential_head, x, parallel, pending, temperature, generator
+                self.sequential_head, x, parallel, pending, temperature, generator, truncation
             )
         # The Markov head and the confidence head's token term depend on x_{k-1} alone: each
         # sequential step is a row lookup in W1, one [r, V] product, a softmax and a draw (a
@@ -365,6 +376,7 @@ class DSparkDrafter(nn.Module):
             token_state = markov_in(previous)
             confidences.append(confidence_hidden[:, k] + token_state @ weight[d:])
             q = torch.softmax((parallel[:, k] + markov_out(token_state)).float() * scale, dim=-1)
+            q = truncated(q, truncation)
             previous = draw(q, temperature, generator)
             tokens.append(previous)
             probs.append(q)
@@ -378,6 +390,7 @@ class DSparkDrafter(nn.Module):
         pending: torch.Tensor,
         temperature: float,
         generator: torch.Generator,
+        truncation: Truncation | None = None,
     ) -> Proposal:
         """Slot by slot: the head's bias from the tokens drawn so far, then a draw from q_k."""
         markov_in, markov_out, confidence = self.markov_factors()
@@ -395,6 +408,7 @@ class DSparkDrafter(nn.Module):
             )
             confidences.append(confidence_hidden[:, k] + token_state @ weight[d:])
             q = torch.softmax((parallel[:, k] + bias).float() * scale, dim=-1)
+            q = truncated(q, truncation)
             previous = draw(q, temperature, generator)
             tokens.append(previous)
             probs.append(q)
