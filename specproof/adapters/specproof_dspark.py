@@ -225,16 +225,17 @@ def dspark_engine(
 ) -> Engine:
     """The engine: one decoder call per batch of runs, seeded by the run's seed; ``verify``
     replaces the decoder's verification step (None: its own; the tests' lossy step)."""
-    from specproof.reference.schedulers import Algorithm1
-
     from specproof.e2e.decoding.rounds import autoregressive_generate, speculative_generate
+    from specproof.reference.schedulers import Algorithm1
 
     temperature = temperature_of(config.sampling)
     truncation = truncation_of(config.sampling)
     drafter = None if config.drafter == "none" else build_drafter(target, drafter_config(model))
     schedule = Algorithm1()
 
-    def generate_many(prompts: list[tuple[int, ...]], num_new_tokens: int, seed: int) -> list[Emission]:
+    def generate_many(
+        prompts: list[tuple[int, ...]], num_new_tokens: int, seed: int
+    ) -> list[Emission]:
         if drafter is None:
             done = autoregressive_generate(target, prompts, num_new_tokens,
                                            temperature=temperature, seed=seed,

@@ -94,8 +94,9 @@ def test_the_draft_law_is_truncated_too(models: tuple[Target, DSparkDrafter]) ->
         state = drafter.start(1, 40)
         out = target.extend(tokens[:, :-1], count, target.new_cache(1, 40))
         drafter.observe(state, out, tokens[:, 1:], count)
-        proposal = drafter.propose(state, tokens[:, -1], TEMPERATURE,
-                                   torch.Generator().manual_seed(0), truncation=Truncation(3, 1.0))  # fmt: skip
+        generator = torch.Generator().manual_seed(0)
+        cut = Truncation(3, 1.0)
+        proposal = drafter.propose(state, tokens[:, -1], TEMPERATURE, generator, truncation=cut)
     assert bool(((proposal.probs > 0).sum(-1) <= 3).all())
     torch.testing.assert_close(proposal.probs.sum(-1), torch.ones(1, CONFIG.gamma))
     drawn = proposal.probs[0].gather(1, proposal.tokens[0][:, None])
