@@ -201,7 +201,7 @@ for _record in (
         "dflash", ("DFlash", "DFlash2"),
     ),
     EngineRecord(
-        "specproof-dspark", "specproof DSpark decoder", "specproof.adapters.specproof_dspark",
+        "specproof-dspark", "specproof-dspark", "specproof.adapters.specproof_dspark",
         "in process", "tests", "specproof", ("DSpark + Algorithm 1",),
     ),
 ):  # fmt: skip

@@ -43,6 +43,8 @@ from specproof.adapters.run_plan import RunPlan
 from specproof.audit.engine.subject import Emission, Engine
 from specproof.models import AuditModel
 
+ENGINE = "specproof-dspark"
+"""The engine's label in the results (its registry record's)."""
 T1 = {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}
 TRUNCATED = {**T1, "temperature": 0.8, "top_k": 5, "top_p": 0.9}
 GREEDY = {**T1, "do_sample": False}
@@ -305,6 +307,6 @@ def run_configuration(name: str, model: AuditModel, plan: RunPlan, out: Path) ->
         config, target, law_target, model, counter
     )
     prompt = prompt_shown(config.prompt, config.greedy)
-    audit_beside_hf("specproof-dspark", installed_version(), config, build, gap, plan, out,
+    audit_beside_hf(ENGINE, installed_version(), config, build, gap, plan, out,
                     model, prompt, notes=lambda: drafter_notes(model, config, counter),
                     gap_count=len(sequences))  # fmt: skip
