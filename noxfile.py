@@ -314,6 +314,31 @@ def train_subword(session: nox.Session) -> None:
     session.run(*curve_command)
 
 
+SMOLLM2_CURVES = {"full": "benchmarks/smollm2_curves", "smoke": ".nox/smollm2-smoke"}
+
+
+@nox.session(**SHARED, name="train-smollm2", default=False)
+def train_smollm2(session: nox.Session) -> None:
+    """DSpark (rank-256 Markov head factored through the frozen embedding), DFlash and EAGLE-3
+    drafting for SmolLM2-135M-Instruct, trained on its float32 laws over windows half from
+    datasets/smollm2_self_distillation/ and half real training text; tau on held-out prompts
+    at T = 1 and T = 0 at each checkpoint of plans.SMOLLM2 (seeds 0 and 1), resumably, into
+    benchmarks/smollm2_curves/ (JSON and plot). Rerun it to continue after an interruption.
+    ``-- smoke`` runs the smallest plan into .nox/smollm2-smoke/ instead. What a run costs is
+    measured in docs/results/e2e_smollm2_drafters.md."""
+    install(session, "test,e2e,hf,smollm2")
+    plan = session.posargs[0] if session.posargs else "full"
+    if plan not in SMOLLM2_CURVES:
+        session.error(f"train-smollm2 takes one optional argument, full or smoke; got {plan!r}")
+    command = ["python", "-m", "specproof.runners.e2e.experiments.smollm2_curves"]
+    command += ["--out", SMOLLM2_CURVES[plan], "--plan", plan]
+    # One process per drafter x seed, as train-subword; the last call only pairs and plots.
+    for drafter in ("dspark", "dflash", "eagle3"):
+        for seed in ("0", "1"):
+            session.run(*command, "--drafters", drafter, "--seeds", seed)
+    session.run(*command)
+
+
 REAL_ENGINE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
 
 

@@ -22,6 +22,7 @@ from .markov_heads import NO_HEAD, SequentialHead, check_head, make_head
 from .target import Block, FrozenTarget, KVCache, Ragged, TargetOutput, apply_rope, init_weights
 
 BLOCK_INPUTS = ("learned", "mask_token")
+MARKOV_FACTORS = ("free", "embedding")
 
 
 @dataclass(frozen=True)
@@ -39,9 +40,17 @@ class DSparkConfig:
     weights were trained) or "mask_token" (the frozen target's embedding of ``mask_token``, as
     the release builds the block)."""
     mask_token: int | None = None
+    markov_factors: str = "free"
+    """W1 [V, r] and W2 [r, V]: "free" (the release's two tables, 2 r V parameters) or
+    "embedding" (W1 = E A and W2 = B E^T through the target's frozen embedding E [V, d]:
+    2 r d parameters, so rank 256 stays a few percent of a target whose V is large)."""
 
     def __post_init__(self) -> None:
         check_head(self.head)
+        if self.markov_factors not in MARKOV_FACTORS:
+            raise ValueError(
+                f"unknown Markov factors {self.markov_factors!r}; they are {list(MARKOV_FACTORS)}"
+            )
         if self.block_input not in BLOCK_INPUTS:
             raise ValueError(
                 f"unknown block input {self.block_input!r}; the inputs are {list(BLOCK_INPUTS)}"
@@ -106,6 +115,30 @@ class DSparkState:
         self.cache = cache
 
 
+class EmbeddingFactorIn(nn.Module):
+    """W1 = E A: a token's rank-r state read through the target's frozen embedding."""
+
+    def __init__(self, target: FrozenTarget, rank: int) -> None:
+        super().__init__()
+        self.target = [target]  # frozen, not a submodule
+        self.project = nn.Linear(target.config.d_model, rank, bias=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.project(self.target[0].embed(tokens).float())
+
+
+class EmbeddingFactorOut(nn.Module):
+    """W2 = B E^T: a rank-r state scored against every token's frozen embedding."""
+
+    def __init__(self, target: FrozenTarget, rank: int) -> None:
+        super().__init__()
+        self.target = [target]  # frozen, not a submodule
+        self.expand = nn.Linear(rank, target.config.d_model, bias=False)
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return F.linear(self.expand(state), self.target[0].embed.weight.float())
+
+
 class DSparkDrafter(nn.Module):
     """Parallel backbone over the block, low-rank Markov head, confidence head.
 
@@ -138,18 +171,24 @@ class DSparkDrafter(nn.Module):
             self.mask_embedding = nn.Parameter(torch.zeros(config.gamma - 1, d))
         elif not 0 <= (config.mask_token or 0) < tc.vocab:
             raise ValueError(f"mask token {config.mask_token} is outside the vocabulary {tc.vocab}")
-        self.markov_in: nn.Embedding | None = None
-        self.markov_out: nn.Linear | None = None
+        self.markov_in: nn.Module | None = None
+        self.markov_out: nn.Module | None = None
         self.confidence: nn.Linear | None = None
-        if config.markov:
+        if config.markov and config.markov_factors == "free":
             self.markov_in = nn.Embedding(tc.vocab, config.rank)
             self.markov_out = nn.Linear(config.rank, tc.vocab, bias=False)
+        elif config.markov:
+            self.markov_in = EmbeddingFactorIn(target, config.rank)
+            self.markov_out = EmbeddingFactorOut(target, config.rank)
+        if config.markov:
             self.confidence = nn.Linear(d + config.rank, 1)
         self.apply(init_weights)
         if self.mask_embedding is not None:
             nn.init.normal_(self.mask_embedding, std=0.02)
-        if self.markov_out is not None:
+        if isinstance(self.markov_out, nn.Linear):
             nn.init.zeros_(self.markov_out.weight)
+        elif isinstance(self.markov_out, EmbeddingFactorOut):
+            nn.init.zeros_(self.markov_out.expand.weight)
         # Built after the shared initialisation: a vanilla drafter draws the same weights.
         self.sequential_head: SequentialHead | None = make_head(config.head, d, config.rank)
 
@@ -174,7 +213,7 @@ class DSparkDrafter(nn.Module):
         rest = slots.expand(*first.shape[:-1], *slots.shape)
         return torch.cat((first.unsqueeze(-2), rest), dim=-2)
 
-    def markov_factors(self) -> tuple[nn.Embedding, nn.Linear, nn.Linear]:
+    def markov_factors(self) -> tuple[nn.Module, nn.Module, nn.Linear]:
         """W1, W2 and the confidence head; a DFlash drafter (``head="none"``) has none."""
         if self.markov_in is None or self.markov_out is None or self.confidence is None:
             raise ValueError("a DFlash drafter (head 'none') has no Markov or confidence head")
