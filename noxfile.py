@@ -468,10 +468,12 @@ def audit_openvino(session: nox.Session) -> None:
     the default n) took 6 min 10 s at a load average of 2-4; the first run, which converts the
     models, took 9 min 37 s at 8. On SmolLM2-135M-Instruct (``-- --model smollm2 --delta 0.3
     --binned-cells 0``: 329 sampled runs, 50 greedy, no binned row; the model's OpenVINO IR and
-    its logit gap to HF made once, about 6 min) 16 of the 19 configurations (the plain truncated
-    trio left out for time) took 74.6 min of wall-clock (3,570 s in the seconds column) on
-    2026-12-07/08, one setting at a time, beside other audits at a load average of 7-16 on the
-    two cores; each configuration's seconds are in the table. Writes the OpenVINO GenAI entries
+    its logit gap to HF made once, about 6 min) 16 of the 19 configurations took 74.6 min of
+    wall-clock (3,570 s in the seconds column) on 2026-12-07/08, one setting at a time, beside
+    other audits at a load average of 7-16 on the two cores, and the plain truncated trio
+    (`--only "truncated no draft" "truncated draft model k=3" "truncated prompt lookup k=3"`)
+    31 min on 2026-12-08 at 9-13, the IR and gap made afresh included; each configuration's
+    seconds are in the table. Writes the OpenVINO GenAI entries
     of benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
