@@ -21,13 +21,12 @@ from specproof.e2e.data.corpora import Corpus, Document, WindowSampler
 from specproof.e2e.data.smollm2_windows import (
     SLICE_BYTES,
     HalfAndHalf,
-    distilled_streams,
     real_text_stream,
     smollm2_windows,
 )
 from specproof.e2e.models.llama_target import LlamaTarget, load_llama_target
 from specproof.e2e.plans import SMOLLM2_SMOKE
-from specproof.e2e.training.self_distillation import MANIFEST, save_shard
+from specproof.e2e.training.self_distillation import MANIFEST, distilled_streams, save_shard
 
 DOMAINS = ("code", "math", "prose")
 _DSPARK = replace(SMOLLM2_SMOKE.dspark, gamma=3, n_heads=4, d_ff=32, rank=8, mask_token=5)

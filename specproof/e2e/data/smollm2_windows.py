@@ -4,37 +4,21 @@ continuations (the self-distillation shards), half from real training text under
 Every drafter loss is against the target's full law at each position, recomputed from the
 token ids, so a window's tokens are only contexts: the continuations give the contexts the
 drafter meets when the target writes, real text widens them beyond the few shards there are.
-Both come from the training splits only.
+Both come from the training splits only; the continuations are read by
+:func:`specproof.e2e.training.self_distillation.distilled_streams`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from ..training.self_distillation import MANIFEST, load_shard
 from .corpora import DOMAIN_WEIGHTS, Corpus, WindowSampler
 
 SLICE_BYTES = 4096
 """Most bytes taken from one document (from a line start) before tokenising."""
-
-
-def distilled_streams(folder: Path) -> dict[str, np.ndarray]:
-    """Per domain, every sequence of the manifest's shards (prompt then continuation), one
-    after another, as int64 token ids."""
-    manifest = json.loads((folder / MANIFEST).read_text())
-    domains = manifest["settings"]["domains"]
-    parts: dict[str, list[list[int]]] = {d: [] for d in domains}
-    for shard in manifest["shards"]:
-        for domain, tokens, _ in load_shard(folder / shard["file"]):
-            parts[domains[domain]].append(tokens)
-    if not any(parts.values()):
-        raise ValueError(f"{folder}: the manifest lists no sequences")
-    return {d: np.concatenate([np.array(s) for s in seqs]) for d, seqs in parts.items() if seqs}
 
 
 def real_text_stream(

@@ -28,9 +28,10 @@ import torch
 from specproof.commands.command_rules import OneLineParser, integer_at_least
 from specproof.e2e.data.chat_prompts import chat_encoder, domain_prompts
 from specproof.e2e.data.corpora import load_corpora
-from specproof.e2e.data.smollm2_windows import distilled_streams, real_text_stream, smollm2_windows
+from specproof.e2e.data.smollm2_windows import real_text_stream, smollm2_windows
 from specproof.e2e.models.llama_target import smollm2_target
 from specproof.e2e.plans import SMOLLM2_PLANS, SmolLM2Plan
+from specproof.e2e.training.self_distillation import distilled_streams
 from specproof.models.smollm2 import float_folder
 
 from .learning_curves import DRAFTERS, CurveData, run_curves
