@@ -178,6 +178,18 @@ def test_synthetic_mode_is_a_must_fail_control_tried_first_on_its_own_engine() -
     assert [fp64.name] in groups and dict(fp64.engine_options) == {"use_fp64_gumbel": True}
 
 
+def test_truncated_draft_model_has_its_expand_kernel_twin_beside_the_same_control() -> None:
+    shipped = vllm_engine.by_name("T=0.7 draft model k=3", TINY)
+    twin = vllm_engine.by_name("T=0.7 draft model k=3, CPU expand kernel replaced", TINY)
+    assert twin.expand_fixed and not shipped.expand_fixed
+    assert twin.sampling == shipped.sampling == vllm_engine.T07
+    assert twin.control == shipped.control == "T=0.7 control"
+    assert twin.speculation == shipped.speculation == vllm_engine.Speculation("draft", 3)
+    assert twin.engine_key != shipped.engine_key  # its own in-process engine
+    verifier = [c.name for c in vllm_engine.configurations(TINY, verifier=True)]
+    assert "T=0.7 draft model k=3" in verifier and twin.name not in verifier
+
+
 def metric(name: str, value: int = 0, values: tuple[int, ...] = ()) -> SimpleNamespace:
     return SimpleNamespace(name=name, value=value, values=values)
 
