@@ -520,7 +520,14 @@ def audit_llamaserver(session: nox.Session) -> None:
     distribution; the gguf package is there for scripts that write GGUF directly). With the
     venv reused, the whole session (its tests in 32 s, then all 16 configurations at the
     default n, each against its own server: the committed table) took 12 min 2 s on
-    2026-12-07 at a load average of about 4. Writes the llama-server entries of
+    2026-12-07 at a load average of about 4. A second install on 2026-12-08 took 76 min at a
+    load average of 9-13 (other builds and audits on the two cores). On SmolLM2-135M-Instruct
+    (``-- --model smollm2 --delta 0.5 --binned-cells 0 --no-functions --exact --only NAME
+    ...``, one invocation per group, docs/results/real_engines.md): the three GGUFs (target,
+    drafter, EAGLE-3 head, float32, 1.2 GB beside the float folder) made once in 10 min,
+    then 6 configurations (T = 1, penalties and grammar, each control and draft model; 121
+    runs each) in 1,893 s of audit, 43 min of wall-clock with the 7-min gap, on 2026-12-08 at a
+    load average of 8-13. Writes the llama-server entries of
     benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",

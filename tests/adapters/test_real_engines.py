@@ -405,3 +405,14 @@ def test_must_fail_configurations_are_marked_lossy_by_design() -> None:
     lossy = [c.name for c in configs if c.lossy_by_design]
     assert lossy
     assert lossy == [c.name for c in configs if c.synth_rates]
+
+
+def test_only_selects_configurations_by_part_or_by_whole_name() -> None:
+    from specproof.runners.real_audit import parser, selected
+
+    parts = parser().parse_args(["llama-server", "--only", "T=1 no draft"])
+    assert selected("T=1 no draft, 4 concurrent requests", parts)
+    whole = parser().parse_args(["llama-server", "--only", "T=1 no draft", "--exact"])
+    assert selected("T=1 no draft", whole)
+    assert not selected("T=1 no draft, 4 concurrent requests", whole)
+    assert selected("anything", parser().parse_args(["llama-server"]))
