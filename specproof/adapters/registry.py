@@ -200,5 +200,9 @@ for _record in (
         "dflash", "dflash", "specproof.adapters.dflash_engine", "in process", "audit-dflash",
         "dflash", ("DFlash", "DFlash2"),
     ),
+    EngineRecord(
+        "specproof-dspark", "specproof-dspark", "specproof.adapters.specproof_dspark",
+        "in process", "tests", "specproof", ("DSpark + Algorithm 1",),
+    ),
 ):  # fmt: skip
     register(_record)

@@ -269,6 +269,12 @@ def every_configuration() -> list[VllmConfig]:
     for speculation in (Speculation("ngram", 3), Speculation("draft", 3)):
         name = f"T=0.7 {speculation.label}"
         out.append(VllmConfig(name, speculation, T07, label, "T=0.7 control"))
+    out.append(
+        VllmConfig(
+            "T=0.7 draft model k=3, CPU expand kernel replaced", draft3, T07, label,
+            "T=0.7 control", expand_fixed=True,
+        )
+    )  # fmt: skip
     out.append(VllmConfig("greedy control", none, GREEDY, "greedy", tokens=GREEDY_TOKENS))
     for speculation in (Speculation("ngram", 3), Speculation("draft", 3)):
         name = f"greedy {speculation.label}"

@@ -258,3 +258,73 @@ SUBWORD_SMOKE = SubwordPlan(
 """The smallest sub-word run: wiring only (its tau means nothing)."""
 
 SUBWORD_PLANS = {"full": SUBWORD, "smoke": SUBWORD_SMOKE}
+
+
+@dataclass(frozen=True)
+class SmolLM2Plan:
+    """The drafters of SmolLM2-135M-Instruct (V = 49,152) and how their learning curves are
+    trained and measured (:mod:`specproof.runners.e2e.experiments.smollm2_curves`). The
+    target is the pretrained model, so there is no target to train."""
+
+    dspark: DSparkConfig
+    dflash: DSparkConfig
+    eagle: EagleConfig
+    drafter_batch: int
+    window: int
+    anchors_per_window: int
+    drafter_lr: float
+    checkpoints: tuple[int, ...]
+    seeds: tuple[int, ...]
+    new_tokens: int
+    prompts_per_domain: int
+    requests_per_chunk: int
+    real_text_tokens: int
+    """Tokens of real training text per domain beside the target's own continuations."""
+    temperatures: tuple[float, ...] = TEMPERATURES
+    warmup_steps: int = 20
+
+
+SMOLLM2_MASK_TOKEN = 16
+"""SmolLM2's ``<empty_output>``: a special token no prompt holds, the block's mask slot."""
+
+_SMOLLM2_DSPARK = DSparkConfig(
+    gamma=7,
+    n_layers=1,
+    n_heads=9,
+    d_ff=1536,
+    rank=256,
+    block_input="mask_token",
+    mask_token=SMOLLM2_MASK_TOKEN,
+    markov_factors="embedding",
+)
+
+SMOLLM2 = SmolLM2Plan(
+    dspark=_SMOLLM2_DSPARK,
+    dflash=replace(_SMOLLM2_DSPARK, head="none"),
+    eagle=EagleConfig(gamma=7, n_heads=9, d_ff=1536),
+    drafter_batch=2,
+    window=128,
+    anchors_per_window=16,
+    drafter_lr=1e-3,
+    checkpoints=(50, 100, 200, 400),
+    seeds=(0, 1),
+    new_tokens=32,
+    prompts_per_domain=32,
+    requests_per_chunk=2,
+    real_text_tokens=100_000,
+)
+"""The SmolLM2 curves (``nox -s train-smollm2``); sized in docs/results/e2e_smollm2_drafters.md."""
+
+SMOLLM2_SMOKE = replace(
+    SMOLLM2,
+    checkpoints=(2, 4),
+    new_tokens=4,
+    prompts_per_domain=4,
+    anchors_per_window=2,
+    window=32,
+    real_text_tokens=2_000,
+    warmup_steps=2,
+)
+"""Wiring only, on the real target (its tau means nothing)."""
+
+SMOLLM2_PLANS = {"full": SMOLLM2, "smoke": SMOLLM2_SMOKE}

@@ -7,6 +7,8 @@
   once into a float folder (and its drafters), cached.
 - ``block_drafter``: a seeded DFlash block drafter for a target folder, in the layout
   transformers loads (``speculation_type="dflash"``).
+- ``eagle3_head``: a seeded EAGLE-3 head for a Llama target folder, in the checkpoint layout
+  llama.cpp's converter reads as an EAGLE-3 draft.
 """
 
 from .audit_model import AuditModel, ModelPaths, model_from_folder, read_model

@@ -110,12 +110,19 @@ def write_float_folder(gguf: Path, out: Path) -> None:
 def save(model: Any, tokenizer: Any, out: Path) -> None:
     """Weights and tokenizer into ``out``, written whole or not at all; no sampling fields in
     generation_config.json (an engine that reads it must get none from it)."""
-    partial = out.with_name(out.name + ".part")
-    shutil.rmtree(partial, ignore_errors=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # A folder of this writer's own: two processes making the same folder at once must not
+    # write into (or delete) each other's files.
+    partial = Path(tempfile.mkdtemp(prefix=out.name + ".part-", dir=out.parent))
     model.generation_config.do_sample = False
     model.save_pretrained(partial, safe_serialization=True)
     tokenizer.save_pretrained(partial)
-    partial.replace(out)
+    try:
+        partial.replace(out)
+    except OSError:
+        if not out.is_dir():
+            raise
+        shutil.rmtree(partial)  # another writer finished the same folder first
 
 
 def noised_copy(target: Path, noise: float, seed: int) -> Any:

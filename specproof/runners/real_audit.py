@@ -5,7 +5,7 @@ own sampler; results merged into benchmarks/engine_audit_real.json and .md, keye
 and model. Engines are the records of :mod:`specproof.adapters.registry`.
 
     python -m specproof.runners.real_audit ENGINE [--model tiny|tiny-qwen3|smollm2|PATH]
-        [--draft PATH] [--only NAME ... [--exact]] [--runs N]
+        [--draft PATH] [--only NAME ...] [--exact] [--runs N]
 
 ``--model tiny`` (the default) builds the tiny 8-token Llamas of
 :mod:`specproof.subjects.real_models`; ``tiny-qwen3`` the tiny Qwen3 target of
@@ -84,7 +84,7 @@ def parser() -> argparse.ArgumentParser:
     )
     out.add_argument("--only", nargs="*", help="configurations whose name contains one of these")
     out.add_argument(
-        "--exact", action="store_true", help="--only names whole configuration names, not parts"
+        "--exact", action="store_true", help="--only names whole configurations, not parts"
     )
     out.add_argument("--runs", type=int, help="runs per configuration (default: the audit's)")
     out.add_argument(
@@ -158,14 +158,6 @@ def resolved_model(args: argparse.Namespace, scratch: Path) -> AuditModel:
     return model_from_folder(Path(args.model), draft=args.draft)
 
 
-def selected(names: list[str], only: list[str] | None, exact: bool = False) -> list[str]:
-    """The configurations of ``names`` that ``--only`` picks: every one without it; with it
-    those whose name contains one of its words, or (``exact``) is one of them."""
-    if not only:
-        return list(names)
-    return [n for n in names if any(part == n if exact else part in n for part in only)]
-
-
 def run_all(record: EngineRecord, args: argparse.Namespace) -> int:
     records: list[dict[str, Any]] = []
     broken = []
@@ -175,7 +167,7 @@ def run_all(record: EngineRecord, args: argparse.Namespace) -> int:
         model_json.write_text(model.to_json())
         record_json = Path(scratch) / "record.json"
         record_json.write_text(record.to_json())
-        groups = [selected(group, args.only, args.exact) for group in record.groups(model)]
+        groups = [[n for n in group if selected(n, args)] for group in record.groups(model)]
         for names in filter(None, groups):
             out = Path(scratch) / "entries.json"
             out.unlink(missing_ok=True)
@@ -212,6 +204,15 @@ def run_all(record: EngineRecord, args: argparse.Namespace) -> int:
     if broken:
         print(f"no result (the child failed): {', '.join(broken)}", file=sys.stderr)
     return 1 if broken else 0
+
+
+def selected(name: str, args: argparse.Namespace) -> bool:
+    """Whether ``--only`` selects the configuration ``name`` (all without ``--only``)."""
+    if not args.only:
+        return True
+    if args.exact:
+        return name in args.only
+    return any(part in name for part in args.only)
 
 
 def rank(order: list[str], name: str) -> int:

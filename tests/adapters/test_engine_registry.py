@@ -26,7 +26,7 @@ from specproof.audit.signatures import signature_names
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINES = ("hf", "vllm", "vllm-verifier", "llama.cpp", "mlx-lm", "openvino", "ortgenai",
-           "llama-server", "dflash")  # fmt: skip
+           "llama-server", "dflash", "specproof-dspark")  # fmt: skip
 
 
 def test_the_registry_names_the_engines_of_the_table() -> None:

@@ -18,6 +18,7 @@ from real_engine_configs import SHARED, assert_each_beside_its_control
 
 from specproof.adapters import llamaserver_engine as le
 from specproof.adapters.registry import engine_named, engine_names
+from specproof.models import AuditModel
 from specproof.subjects.real_models import EOS, VOCAB, tiny_model
 
 TINY = tiny_model(Path("models"))
@@ -255,3 +256,110 @@ def test_the_built_server_takes_every_configuration(tmp_path: Path) -> None:
                 logits = target(torch.tensor([config.prompt])).logits[0, -1]
             expected = le.chain_probs(logits, config.sampling, (EOS,))
             assert torch.allclose(served, expected, atol=1e-3), (config.name, served, expected)
+
+
+REAL = AuditModel(
+    name="a real vocabulary", target=Path("models/real"), vocab=100, eos=(2,),
+    prompt=tuple(range(10, 20)), draft=Path("models/real-draft"),
+    lookup_prompt=tuple(range(20, 30)),
+)  # fmt: skip
+
+
+def test_a_real_vocabulary_adds_penalties_grammar_and_the_other_ngram_drafters() -> None:
+    configs = le.configurations(REAL)
+    assert_each_beside_its_control(configs, (*SHARED, "slots"))
+    names = {c.name for c in configs}
+    assert {c.name for c in le.configurations(TINY)} < names
+    for name in ("penalties no draft", "penalties draft model k=3", "penalties n-gram k=3",
+                 "grammar no draft", "grammar draft model k=3", "grammar n-gram k=3"):  # fmt: skip
+        assert name in names, name
+    for tag in ("T=1", "grammar"):
+        for kind in le.NGRAM_TYPES[1:]:
+            config = le.by_name(f"{tag} n-gram k=3, {kind}", REAL)
+            assert config.ngram == kind and config.control == f"{tag} no draft"
+    assert le.by_name("penalties no draft", REAL).prompt == REAL.lookup
+    assert "penalties draft model k=3, greedy drafts" not in names
+    assert "penalties" not in {c.name.split()[0] for c in le.configurations(TINY)}
+
+
+def test_ngram_drafter_options() -> None:
+    assert le.ngram_arguments("ngram-map-k", 3) == [
+        "--spec-type", "ngram-map-k", "--spec-ngram-map-k-size-n", "2",
+        "--spec-ngram-map-k-size-m", "3"]  # fmt: skip
+    assert le.ngram_arguments("ngram-mod", 3) == [
+        "--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", "2", "--spec-ngram-mod-n-max",
+        "3", "--spec-ngram-mod-n-min", "1"]  # fmt: skip
+    assert le.ngram_arguments("ngram-cache", 3) == ["--spec-type", "ngram-cache"]
+    config = le.by_name("grammar n-gram k=3, ngram-mod", REAL)
+    arguments = le.server_arguments(config, Path("t.gguf"), Path("d.gguf"))
+    assert arguments[arguments.index("--spec-type") + 1] == "ngram-mod" and "-md" not in arguments
+    with pytest.raises(ValueError, match="no n-gram drafter"):
+        le.ngram_arguments("ngram-map-k4v", 3)
+
+
+def test_penalised_and_grammar_request_bodies() -> None:
+    body = le.request_body(le.by_name("penalties draft model k=3", REAL), (1, 2), 5, 7)
+    assert body["samplers"] == ["penalties", "top_k", "top_p", "min_p", "temperature"]
+    assert (body["repeat_penalty"], body["presence_penalty"], body["frequency_penalty"]) == (
+        1.3, 0.5, 0.5)  # fmt: skip
+    assert body["repeat_last_n"] == 64 and "grammar" not in body
+    grammar = le.request_body(le.by_name("grammar n-gram k=3", REAL), (1, 2), 5, 7)
+    assert grammar["grammar"] == le.GRAMMAR and grammar["samplers"] == list(le.SAMPLERS)
+    assert grammar["repeat_penalty"] == 1.0 and "presence_penalty" not in grammar
+
+
+def test_penalties_by_hand() -> None:
+    # Logits [2, -1, 0.5, 1, 0] after tokens 0, 0, 1 and 4 (EOS 3 masked first):
+    # token 0 seen twice: 2 / 1.3 - 2 * 0.5 - 0.5; token 1 once: -1 * 1.3 - 0.5 - 0.5;
+    # token 4 once: 0 <= 0, so 0 * 1.3 - 0.5 - 0.5; token 2 unseen keeps 0.5.
+    sampling = {**le.T1, **le.PENALTIES}
+    logits = torch.tensor([2.0, -1.0, 0.5, 1.0, 0.0], dtype=torch.float64)
+    law = le.chain_probs(logits, sampling, (3,), previous=[0, 0, 1, 4])
+    expected = torch.tensor([2 / 1.3 - 1.5, -1.3 - 1.0, 0.5, -torch.inf, -1.0], dtype=torch.float64)
+    assert torch.allclose(law, torch.softmax(expected, -1))
+    # Only the last 64 tokens count: token 1 seen 64 tokens ago is outside the window.
+    window = le.chain_probs(logits, sampling, (3,), previous=[1] + [2] * 64)
+    moved = torch.tensor([2.0, -1.0, 0.5 / 1.3 - 32.5, -torch.inf, 0.0], dtype=torch.float64)
+    assert torch.allclose(window, torch.softmax(moved, -1))
+
+
+def test_the_grammar_mask_by_hand() -> None:
+    texts = ["red", " green", "r", "ed", " ", "blue", "Red", "", "re d", " blu", "e", "  ", "<s>"]
+    grammar = le.WordGrammar(texts)
+    allowed = lambda *ids: [texts[i] for i in range(len(texts)) if grammar.allowed(ids)[i]]  # noqa: E731
+    # A word first: any prefix of a word, never a space, a capital or an empty text.
+    assert allowed() == ["red", "r", "blue"]  # "e" starts no word
+    # After "r": only "ed" finishes "red" ("e" too: "re" is a prefix).
+    assert allowed(2) == ["ed", "e"]
+    # After a whole word: a space, or a space and the start of the next word.
+    assert allowed(0) == [" green", " ", " blu"]
+    assert allowed(0, 4) == ["red", "r", "blue"]
+    # Tokens outside the grammar leave the law unmasked (the support row catches them).
+    assert grammar.allowed([6]) is None
+
+
+def test_eog_tokens_from_the_servers_log() -> None:
+    log = ("print_info: EOG token             = 0 '<|endoftext|>'\n"
+           "print_info: EOG token             = 2 '<|im_end|>'\n"
+           "print_info: EOG token             = 2 '<|im_end|>'\n")  # fmt: skip
+    assert le.eog_tokens(log, (2,)) == (0, 2)
+    assert le.eog_tokens("nothing printed", (2,)) == (2,)
+
+
+def test_eagle3_head_options() -> None:
+    config = le.by_name("T=1 EAGLE-3 k=3", REAL)
+    assert config.drafter == "eagle3" and config.control == "T=1 no draft"
+    arguments = le.server_arguments(config, Path("t.gguf"), Path("head.gguf"))
+    assert arguments[arguments.index("--spec-type") + 1] == "draft-eagle3"
+    assert arguments[arguments.index("-md") + 1] == "head.gguf"
+    assert "EAGLE-3" not in " ".join(c.name for c in le.configurations(TINY))
+
+
+def test_the_gap_on_a_real_vocabulary_is_cut_to_the_positions_after_the_prompt() -> None:
+    class Output:
+        def __init__(self, logits: torch.Tensor) -> None:
+            self.logits = logits
+
+    rows = torch.arange(12.0).reshape(1, 4, 3)
+    assert torch.equal(le.Tail(lambda s: Output(rows.clone()), 2)(None).logits, rows[:, 2:])
+    assert torch.equal(le.Tail(lambda s: rows[0], 1)([0, 1, 2, 3]), rows[0, 1:])

@@ -178,6 +178,18 @@ def test_synthetic_mode_is_a_must_fail_control_tried_first_on_its_own_engine() -
     assert [fp64.name] in groups and dict(fp64.engine_options) == {"use_fp64_gumbel": True}
 
 
+def test_truncated_draft_model_has_its_expand_kernel_twin_beside_the_same_control() -> None:
+    shipped = vllm_engine.by_name("T=0.7 draft model k=3", TINY)
+    twin = vllm_engine.by_name("T=0.7 draft model k=3, CPU expand kernel replaced", TINY)
+    assert twin.expand_fixed and not shipped.expand_fixed
+    assert twin.sampling == shipped.sampling == vllm_engine.T07
+    assert twin.control == shipped.control == "T=0.7 control"
+    assert twin.speculation == shipped.speculation == vllm_engine.Speculation("draft", 3)
+    assert twin.engine_key != shipped.engine_key  # its own in-process engine
+    verifier = [c.name for c in vllm_engine.configurations(TINY, verifier=True)]
+    assert "T=0.7 draft model k=3" in verifier and twin.name not in verifier
+
+
 def metric(name: str, value: int = 0, values: tuple[int, ...] = ()) -> SimpleNamespace:
     return SimpleNamespace(name=name, value=value, values=values)
 
@@ -372,16 +384,6 @@ def test_llamacpp_penalised_settings_sit_beside_their_controls() -> None:
     assert truncated["repeat_penalty"] == 1.3 and truncated["presence_penalty"] == 0.0
 
 
-def test_real_audit_only_picks_parts_or_whole_names() -> None:
-    from specproof.runners.real_audit import selected
-
-    names = ["T=1 no draft", "T=1 draft model k=3", "T=1 no draft, 4 requests per call"]
-    assert selected(names, None) == names
-    assert selected(names, ["T=1 no draft"]) == [names[0], names[2]]
-    assert selected(names, ["T=1 no draft"], exact=True) == [names[0]]
-    assert selected(names, ["T=1 draft", "no draft, 4"], exact=True) == []
-
-
 def test_draft_trace_reads_the_accepted_prefix_from_the_next_context() -> None:
     import numpy as np
 
@@ -466,3 +468,14 @@ def test_must_fail_configurations_are_marked_lossy_by_design() -> None:
     lossy = [c.name for c in configs if c.lossy_by_design]
     assert lossy
     assert lossy == [c.name for c in configs if c.synth_rates]
+
+
+def test_only_selects_configurations_by_part_or_by_whole_name() -> None:
+    from specproof.runners.real_audit import parser, selected
+
+    parts = parser().parse_args(["llama-server", "--only", "T=1 no draft"])
+    assert selected("T=1 no draft, 4 concurrent requests", parts)
+    whole = parser().parse_args(["llama-server", "--only", "T=1 no draft", "--exact"])
+    assert selected("T=1 no draft", whole)
+    assert not selected("T=1 no draft, 4 concurrent requests", whole)
+    assert selected("anything", parser().parse_args(["llama-server"]))

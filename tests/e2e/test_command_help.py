@@ -32,6 +32,7 @@ COMMANDS = [
     "experiments.learning_curves",
     "experiments.step_time",
     "experiments.smollm2_target",
+    "experiments.smollm2_curves",
     "report.headline_and_clocks",
     "report.__main__",
 ]

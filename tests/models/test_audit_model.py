@@ -101,7 +101,28 @@ def test_the_drafters_are_written_from_the_float_folder(tiny_folders: Path, tmp_
     kept = cut.state_dict()
     assert all(torch.equal(kept[k], target[k]) for k in kept)
     assert not any(k.startswith("model.layers.1.") for k in kept)
-    assert not (tmp_path / "noised.part").exists()  # written whole, then renamed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut", "noised"]  # no partial left
+
+
+def test_two_writers_of_one_folder_neither_clobber_nor_fail(
+    tiny_folders: Path, tmp_path: Path
+) -> None:
+    """Regression: two processes making the float folder at once shared one ``.part`` folder,
+    each deleting the other's files, and the later rename died with "Directory not empty"."""
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(tiny_folders / "target")
+    tokenizer = AutoTokenizer.from_pretrained(tiny_folders / "target")
+    out = tmp_path / "float32"
+    foreign = tmp_path / "float32.part"  # another writer's work in progress
+    foreign.mkdir()
+    (foreign / "model.safetensors").write_bytes(b"half written")
+    smol.save(model, tokenizer, out)
+    assert (foreign / "model.safetensors").read_bytes() == b"half written"
+    first = (out / "model.safetensors").read_bytes()
+    smol.save(model, tokenizer, out)  # the second writer finds the folder made: no error
+    assert (out / "model.safetensors").read_bytes() == first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["float32", "float32.part"]
 
 
 def test_a_gguf_that_is_not_the_released_one_is_refused(tmp_path: Path) -> None:

@@ -5,7 +5,8 @@ Which form each domain takes: a math problem is a request ("Compute 65 * 84.", "
 4x + 58 = 98."), so its statement becomes the user turn of the chat template and the target
 writes the assistant's answer; code and prose are documents, not requests, so a window of
 the document (starting at a line) is the prompt as plain text and the target continues it.
-Only the training splits are read: the held-out halves stay for calibration and evaluation.
+Training prompts come from the training splits; evaluation prompts from the held-out
+``evaluation`` half, so no prompt measured was trained on.
 """
 
 from __future__ import annotations
@@ -51,11 +52,13 @@ def domain_prompts(
     seed: int,
     encode: Encode,
     encode_chat: EncodeChat,
+    split: str = "train",
 ) -> list[Prompt]:
-    """``count`` prompts of ``corpus``'s training split, deterministic in ``seed``."""
+    """``count`` prompts of ``corpus``'s ``split`` (training by default; ``evaluation`` for
+    held-out prompts), deterministic in ``seed``."""
     if corpus.domain in CHAT_DOMAINS:
         rng = np.random.default_rng(seed)
-        documents = corpus.documents("train")
+        documents = corpus.documents(split)
         prompts = []
         for _ in range(count):
             doc = int(rng.integers(len(documents)))
@@ -65,7 +68,7 @@ def domain_prompts(
             ids = tuple(encode_chat(question))
             prompts.append(Prompt(corpus.domain, 10 * doc + index, ids, True))
         return prompts
-    stream = corpus.stream("train")
+    stream = corpus.stream(split)
     starts = prompt_starts(stream, count, DOCUMENT_BYTES, seed)
     return [
         Prompt(

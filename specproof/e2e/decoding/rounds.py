@@ -20,7 +20,7 @@ import torch
 
 from specproof.optimized import chain_verify
 
-from ..models.drafting import Proposal, tempered_probs
+from ..models.drafting import Proposal, Truncation, tempered_probs, truncated
 from ..models.target import FrozenTarget, TargetOutput
 
 PHASES = ("draft", "confidences", "schedule", "target pass", "verify", "commit")
@@ -156,6 +156,7 @@ def speculative_generate(
     confidence_temperatures: Sequence[float] | None = None,
     seed: int = 0,
     verify: VerifyStep = optimized_chain_verify,
+    truncation: Truncation | None = None,
 ) -> DecodeResult:
     """Decode ``max_new_tokens`` per prompt (prompts may differ in length, at least 2 tokens).
 
@@ -215,7 +216,12 @@ def speculative_generate(
         if not active:
             break
         t0 = clock()
-        proposal = drafter.propose(state, pending, temperature, generator)
+        if truncation is None or temperature == 0:
+            proposal = drafter.propose(state, pending, temperature, generator)
+        else:
+            proposal = drafter.propose(  # type: ignore[call-arg]
+                state, pending, temperature, generator, truncation=truncation
+            )
         t1 = clock()
         logits = proposal.confidence_logits
         if logits is None:
@@ -232,6 +238,8 @@ def speculative_generate(
         verify_tokens = torch.cat((pending[:, None], proposal.tokens[:, :n]), dim=1)
         output = target.extend(verify_tokens, counts, cache)
         target_probs = tempered_probs(output.logits, temperature)
+        if temperature != 0:
+            target_probs = truncated(target_probs, truncation)
         t4 = clock()
         emitted, accepted = verify(
             target_probs,
@@ -241,7 +249,8 @@ def speculative_generate(
             seed=seed,
             round_index=round_index,
             request_ids=request_ids,
-            temperature=temperature,
+            # The rows are tempered already: 1 samples from them as they are, 0 is greedy.
+            temperature=0.0 if temperature == 0 else 1.0,
             generator=generator,
         )
         t5 = clock()
@@ -286,8 +295,10 @@ def autoregressive_generate(
     *,
     temperature: float,
     seed: int = 0,
+    truncation: Truncation | None = None,
 ) -> DecodeResult:
-    """Plain decoding with the target's KV cache (one token per request per step)."""
+    """Plain decoding with the target's KV cache (one token per request per step), from the
+    tempered law restricted by ``truncation`` when sampling."""
     batch = len(prompts)
     generator = torch.Generator().manual_seed(seed)
     lengths = torch.tensor([len(p) for p in prompts], dtype=torch.int64)
@@ -307,6 +318,7 @@ def autoregressive_generate(
         if temperature == 0:
             token = probs.argmax(-1)
         else:
+            probs = truncated(probs, truncation)
             token = torch.multinomial(probs, 1, generator=generator).squeeze(1)
         for r in range(batch):
             generated[r].append(int(token[r]))

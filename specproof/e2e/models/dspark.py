@@ -17,11 +17,19 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .drafting import Proposal, check_fused_layers, draw, position_weights
+from .drafting import (
+    Proposal,
+    Truncation,
+    check_fused_layers,
+    draw,
+    position_weights,
+    truncated,
+)
 from .markov_heads import NO_HEAD, SequentialHead, check_head, make_head
 from .target import Block, FrozenTarget, KVCache, Ragged, TargetOutput, apply_rope, init_weights
 
 BLOCK_INPUTS = ("learned", "mask_token")
+MARKOV_FACTORS = ("free", "embedding")
 
 
 @dataclass(frozen=True)
@@ -39,9 +47,17 @@ class DSparkConfig:
     weights were trained) or "mask_token" (the frozen target's embedding of ``mask_token``, as
     the release builds the block)."""
     mask_token: int | None = None
+    markov_factors: str = "free"
+    """W1 [V, r] and W2 [r, V]: "free" (the release's two tables, 2 r V parameters) or
+    "embedding" (W1 = E A and W2 = B E^T through the target's frozen embedding E [V, d]:
+    2 r d parameters, so rank 256 stays a few percent of a target whose V is large)."""
 
     def __post_init__(self) -> None:
         check_head(self.head)
+        if self.markov_factors not in MARKOV_FACTORS:
+            raise ValueError(
+                f"unknown Markov factors {self.markov_factors!r}; they are {list(MARKOV_FACTORS)}"
+            )
         if self.block_input not in BLOCK_INPUTS:
             raise ValueError(
                 f"unknown block input {self.block_input!r}; the inputs are {list(BLOCK_INPUTS)}"
@@ -106,6 +122,30 @@ class DSparkState:
         self.cache = cache
 
 
+class EmbeddingFactorIn(nn.Module):
+    """W1 = E A: a token's rank-r state read through the target's frozen embedding."""
+
+    def __init__(self, target: FrozenTarget, rank: int) -> None:
+        super().__init__()
+        self.target = [target]  # frozen, not a submodule
+        self.project = nn.Linear(target.config.d_model, rank, bias=False)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.project(self.target[0].embed(tokens).float())
+
+
+class EmbeddingFactorOut(nn.Module):
+    """W2 = B E^T: a rank-r state scored against every token's frozen embedding."""
+
+    def __init__(self, target: FrozenTarget, rank: int) -> None:
+        super().__init__()
+        self.target = [target]  # frozen, not a submodule
+        self.expand = nn.Linear(rank, target.config.d_model, bias=False)
+
+    def forward(self, state: torch.Tensor) -> torch.Tensor:
+        return F.linear(self.expand(state), self.target[0].embed.weight.float())
+
+
 class DSparkDrafter(nn.Module):
     """Parallel backbone over the block, low-rank Markov head, confidence head.
 
@@ -138,18 +178,24 @@ class DSparkDrafter(nn.Module):
             self.mask_embedding = nn.Parameter(torch.zeros(config.gamma - 1, d))
         elif not 0 <= (config.mask_token or 0) < tc.vocab:
             raise ValueError(f"mask token {config.mask_token} is outside the vocabulary {tc.vocab}")
-        self.markov_in: nn.Embedding | None = None
-        self.markov_out: nn.Linear | None = None
+        self.markov_in: nn.Module | None = None
+        self.markov_out: nn.Module | None = None
         self.confidence: nn.Linear | None = None
-        if config.markov:
+        if config.markov and config.markov_factors == "free":
             self.markov_in = nn.Embedding(tc.vocab, config.rank)
             self.markov_out = nn.Linear(config.rank, tc.vocab, bias=False)
+        elif config.markov:
+            self.markov_in = EmbeddingFactorIn(target, config.rank)
+            self.markov_out = EmbeddingFactorOut(target, config.rank)
+        if config.markov:
             self.confidence = nn.Linear(d + config.rank, 1)
         self.apply(init_weights)
         if self.mask_embedding is not None:
             nn.init.normal_(self.mask_embedding, std=0.02)
-        if self.markov_out is not None:
+        if isinstance(self.markov_out, nn.Linear):
             nn.init.zeros_(self.markov_out.weight)
+        elif isinstance(self.markov_out, EmbeddingFactorOut):
+            nn.init.zeros_(self.markov_out.expand.weight)
         # Built after the shared initialisation: a vanilla drafter draws the same weights.
         self.sequential_head: SequentialHead | None = make_head(config.head, d, config.rank)
 
@@ -174,7 +220,7 @@ class DSparkDrafter(nn.Module):
         rest = slots.expand(*first.shape[:-1], *slots.shape)
         return torch.cat((first.unsqueeze(-2), rest), dim=-2)
 
-    def markov_factors(self) -> tuple[nn.Embedding, nn.Linear, nn.Linear]:
+    def markov_factors(self) -> tuple[nn.Module, nn.Module, nn.Linear]:
         """W1, W2 and the confidence head; a DFlash drafter (``head="none"``) has none."""
         if self.markov_in is None or self.markov_out is None or self.confidence is None:
             raise ValueError("a DFlash drafter (head 'none') has no Markov or confidence head")
@@ -283,7 +329,11 @@ class DSparkDrafter(nn.Module):
         pending: torch.Tensor,
         temperature: float,
         generator: torch.Generator,
+        truncation: Truncation | None = None,
     ) -> Proposal:
+        """Drafts gamma tokens after ``pending``, each from its law q_k tempered by
+        ``temperature`` and restricted by ``truncation`` (the law returned is the one drawn
+        from)."""
         cache = state.cache
         gamma = self.gamma
         target = self.frozen_target
@@ -306,13 +356,13 @@ class DSparkDrafter(nn.Module):
         scale = 1.0 if temperature == 0 else 1.0 / temperature
         if not self.config.markov:
             # DFlash: every slot's law is its backbone law; drawn slot by slot, in order.
-            laws = torch.softmax(parallel.float() * scale, dim=-1)
+            laws = truncated(torch.softmax(parallel.float() * scale, dim=-1), truncation)
             drawn = [draw(laws[:, k], temperature, generator) for k in range(gamma)]
             return Proposal(torch.stack(drawn, 1), laws, None)
         markov_in, markov_out, confidence = self.markov_factors()
         if self.sequential_head is not None:
             return self._draw_with_head(
-                self.sequential_head, x, parallel, pending, temperature, generator
+                self.sequential_head, x, parallel, pending, temperature, generator, truncation
             )
         # The Markov head and the confidence head's token term depend on x_{k-1} alone: each
         # sequential step is a row lookup in W1, one [r, V] product, a softmax and a draw (a
@@ -326,6 +376,7 @@ class DSparkDrafter(nn.Module):
             token_state = markov_in(previous)
             confidences.append(confidence_hidden[:, k] + token_state @ weight[d:])
             q = torch.softmax((parallel[:, k] + markov_out(token_state)).float() * scale, dim=-1)
+            q = truncated(q, truncation)
             previous = draw(q, temperature, generator)
             tokens.append(previous)
             probs.append(q)
@@ -339,6 +390,7 @@ class DSparkDrafter(nn.Module):
         pending: torch.Tensor,
         temperature: float,
         generator: torch.Generator,
+        truncation: Truncation | None = None,
     ) -> Proposal:
         """Slot by slot: the head's bias from the tokens drawn so far, then a draw from q_k."""
         markov_in, markov_out, confidence = self.markov_factors()
@@ -356,6 +408,7 @@ class DSparkDrafter(nn.Module):
             )
             confidences.append(confidence_hidden[:, k] + token_state @ weight[d:])
             q = torch.softmax((parallel[:, k] + bias).float() * scale, dim=-1)
+            q = truncated(q, truncation)
             previous = draw(q, temperature, generator)
             tokens.append(previous)
             probs.append(q)

@@ -50,7 +50,7 @@ class SequentialHead(nn.Module):
     """
 
     def teacher_forced(
-        self, hidden: torch.Tensor, previous: torch.Tensor, w1: nn.Embedding, w2: nn.Linear
+        self, hidden: torch.Tensor, previous: torch.Tensor, w1: nn.Module, w2: nn.Module
     ) -> tuple[torch.Tensor, torch.Tensor]:
         raise NotImplementedError
 
@@ -63,8 +63,8 @@ class SequentialHead(nn.Module):
         previous: torch.Tensor,
         context: torch.Tensor | None,
         state: torch.Tensor | None,
-        w1: nn.Embedding,
-        w2: nn.Linear,
+        w1: nn.Module,
+        w2: nn.Module,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         raise NotImplementedError
 
@@ -77,7 +77,7 @@ class GatedHead(SequentialHead):
         nn.init.constant_(self.gate.bias, GATE_BIAS_INIT)
 
     def teacher_forced(
-        self, hidden: torch.Tensor, previous: torch.Tensor, w1: nn.Embedding, w2: nn.Linear
+        self, hidden: torch.Tensor, previous: torch.Tensor, w1: nn.Module, w2: nn.Module
     ) -> tuple[torch.Tensor, torch.Tensor]:
         token = w1(previous)
         return w2(torch.sigmoid(self.gate(hidden)) * token), token
@@ -91,8 +91,8 @@ class GatedHead(SequentialHead):
         previous: torch.Tensor,
         context: torch.Tensor | None,
         state: torch.Tensor | None,
-        w1: nn.Embedding,
-        w2: nn.Linear,
+        w1: nn.Module,
+        w2: nn.Module,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         assert context is not None
         token = w1(previous)
@@ -109,7 +109,7 @@ class RecurrentHead(SequentialHead):
         return token if state is None else token + torch.tanh(self.recurrence(state))
 
     def teacher_forced(
-        self, hidden: torch.Tensor, previous: torch.Tensor, w1: nn.Embedding, w2: nn.Linear
+        self, hidden: torch.Tensor, previous: torch.Tensor, w1: nn.Module, w2: nn.Module
     ) -> tuple[torch.Tensor, torch.Tensor]:
         tokens = w1(previous)
         states: list[torch.Tensor] = []
@@ -129,8 +129,8 @@ class RecurrentHead(SequentialHead):
         previous: torch.Tensor,
         context: torch.Tensor | None,
         state: torch.Tensor | None,
-        w1: nn.Embedding,
-        w2: nn.Linear,
+        w1: nn.Module,
+        w2: nn.Module,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         state = self.next_state(w1(previous), state)
         return w2(state), state, state

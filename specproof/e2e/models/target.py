@@ -315,5 +315,5 @@ def init_weights(module: nn.Module) -> None:
         nn.init.normal_(module.weight, std=0.02)
 
 
-def parameter_count(module: nn.Module) -> int:
+def parameter_count(module: nn.Module | FrozenTarget) -> int:
     return sum(p.numel() for p in module.parameters())

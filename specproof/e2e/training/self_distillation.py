@@ -263,3 +263,17 @@ def summary(manifest: dict[str, Any]) -> dict[str, float]:
         if generated
         else 0.0,
     }
+
+
+def distilled_streams(folder: Path) -> dict[str, np.ndarray]:
+    """Per domain, every sequence of the manifest's shards (prompt then continuation), one
+    after another, as int64 token ids."""
+    manifest = json.loads((folder / MANIFEST).read_text())
+    domains = manifest["settings"]["domains"]
+    parts: dict[str, list[list[int]]] = {d: [] for d in domains}
+    for shard in manifest["shards"]:
+        for domain, tokens, _ in load_shard(folder / shard["file"]):
+            parts[domains[domain]].append(tokens)
+    if not any(parts.values()):
+        raise ValueError(f"{folder}: the manifest lists no sequences")
+    return {d: np.concatenate([np.array(s) for s in seqs]) for d, seqs in parts.items() if seqs}

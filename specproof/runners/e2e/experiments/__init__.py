@@ -19,4 +19,5 @@ in ``benchmarks/`` section through :mod:`specproof.runners.e2e.report`).
 - :mod:`.step_time`: seconds per training step of the sub-word plan's models
 - :mod:`.smollm2_target`: SmolLM2-135M as the target: its gap to transformers, bfloat16 against
   float32, the cost of its hidden states, drafter sizes and step times on it
+- :mod:`.smollm2_curves`: the learning curves of DSpark, DFlash and EAGLE-3 for SmolLM2-135M
 """

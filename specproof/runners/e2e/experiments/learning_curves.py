@@ -34,10 +34,10 @@ import argparse
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -54,12 +54,19 @@ from specproof.e2e.evaluation.chunk_intervals import (
 )
 from specproof.e2e.evaluation.comparisons import Setting, speculative_decoder
 from specproof.e2e.evaluation.measurements import batched
-from specproof.e2e.models.dspark import DSparkDrafter
-from specproof.e2e.models.eagle import EagleDrafter
+from specproof.e2e.models.dspark import DSparkConfig, DSparkDrafter
+from specproof.e2e.models.eagle import EagleConfig, EagleDrafter
 from specproof.e2e.models.loading import load_target
-from specproof.e2e.models.target import Target, parameter_count
+from specproof.e2e.models.target import FrozenTarget, parameter_count
 from specproof.e2e.plans import FAST_VERIFY, SUBWORD_PLANS, SubwordPlan
-from specproof.e2e.training.loops import Log, TrainSettings, dspark_step, eagle_step, freeze
+from specproof.e2e.training.loops import (
+    BatchSource,
+    Log,
+    TrainSettings,
+    dspark_step,
+    eagle_step,
+    freeze,
+)
 from specproof.e2e.training.resumable import (
     load_checkpoint,
     make_optimizer,
@@ -81,22 +88,69 @@ FAMILY = (
 )
 
 
+class CurvePlan(Protocol):
+    """What the curves read of a plan (:class:`specproof.e2e.plans.SubwordPlan` or
+    :class:`specproof.e2e.plans.SmolLM2Plan`)."""
+
+    @property
+    def dspark(self) -> DSparkConfig: ...
+    @property
+    def dflash(self) -> DSparkConfig: ...
+    @property
+    def eagle(self) -> EagleConfig: ...
+    @property
+    def drafter_batch(self) -> int: ...
+    @property
+    def window(self) -> int: ...
+    @property
+    def anchors_per_window(self) -> int: ...
+    @property
+    def drafter_lr(self) -> float: ...
+    @property
+    def warmup_steps(self) -> int: ...
+    @property
+    def new_tokens(self) -> int: ...
+    @property
+    def requests_per_chunk(self) -> int: ...
+    @property
+    def temperatures(self) -> tuple[float, ...]: ...
+
+
+Windows = Callable[[int], tuple[BatchSource, dict[str, torch.Generator]]]
+"""A seed to a training batch source and the generators it draws from (saved in checkpoints)."""
+
+
+def stream_windows(train: Mapping[str, np.ndarray]) -> Windows:
+    """Windows from per-domain streams mixed by the training weights."""
+
+    def make(seed: int) -> tuple[BatchSource, dict[str, torch.Generator]]:
+        sampler = WindowSampler(dict(train), DOMAIN_WEIGHTS, seed)
+        return sampler, {"windows": sampler.generator}
+
+    return make
+
+
 @dataclass(frozen=True)
 class CurveData:
-    """Training streams per domain (token ids) and held-out prompts per domain."""
+    """Training streams per domain (token ids) and held-out prompts per domain; ``windows``
+    replaces the streams' sampler when given."""
 
     train: Mapping[str, np.ndarray]
     prompts: Mapping[str, list[list[int]]]
+    windows: Windows | None = field(default=None)
+
+    def sampler(self, seed: int) -> tuple[BatchSource, dict[str, torch.Generator]]:
+        return (self.windows or stream_windows(self.train))(seed)
 
 
-def make_drafter(name: str, target: Target, plan: SubwordPlan, seed: int) -> Drafter:
+def make_drafter(name: str, target: FrozenTarget, plan: CurvePlan, seed: int) -> Drafter:
     torch.manual_seed(seed)
     if name == "eagle3":
         return EagleDrafter(target, plan.eagle)
     return DSparkDrafter(target, plan.dspark if name == "dspark" else plan.dflash)
 
 
-def drafter_gamma(plan: SubwordPlan) -> int:
+def drafter_gamma(plan: CurvePlan) -> int:
     gammas = {plan.dspark.gamma, plan.dflash.gamma, plan.eagle.gamma}
     if len(gammas) != 1:
         raise ValueError(f"the drafters of a plan share gamma, got {sorted(gammas)}")
@@ -105,7 +159,7 @@ def drafter_gamma(plan: SubwordPlan) -> int:
 
 @torch.no_grad()
 def measure_tau(
-    target: Target, drafter: Drafter, data: CurveData, plan: SubwordPlan
+    target: FrozenTarget, drafter: Drafter, data: CurveData, plan: CurvePlan
 ) -> dict[str, Any]:
     """Per "domain/T=t": per-chunk (emitted, rounds), pooled tau and the t-interval of the
     mean per-chunk tau."""
@@ -138,9 +192,9 @@ def run_key(drafter: str, seed: int) -> str:
 def train_curve(
     name: str,
     seed: int,
-    target: Target,
+    target: FrozenTarget,
     data: CurveData,
-    plan: SubwordPlan,
+    plan: CurvePlan,
     steps: Sequence[int],
     out: Path,
     result: dict[str, Any],
@@ -164,7 +218,7 @@ def train_curve(
         steps=max(steps),
         log_every_seconds=30.0,
     )
-    sampler = WindowSampler(dict(data.train), DOMAIN_WEIGHTS, seed)
+    sampler, generators = data.sampler(seed)
     anchors = torch.Generator().manual_seed(seed + 1)
     if isinstance(drafter, EagleDrafter):
         step_fn = eagle_step(drafter, sampler, settings)
@@ -172,7 +226,7 @@ def train_curve(
         assert isinstance(drafter, DSparkDrafter)
         step_fn = dspark_step(drafter, sampler, settings, plan.anchors_per_window, anchors)
     optimizer = make_optimizer(drafter, settings)
-    generators = {"windows": sampler.generator, "anchors": anchors}
+    generators = {**generators, "anchors": anchors}
     checkpoint = out / "checkpoints" / f"{name}-seed{seed}.pt"
     done = 0
     if checkpoint.is_file():
@@ -280,9 +334,9 @@ def plot(result: dict[str, Any], path: Path) -> str:
 
 
 def run_curves(
-    target: Target,
+    target: FrozenTarget,
     data: CurveData,
-    plan: SubwordPlan,
+    plan: CurvePlan,
     drafters: Sequence[str],
     seeds: Sequence[int],
     steps: Sequence[int],

@@ -10,7 +10,10 @@ float32 on real text and on the target's continuations), ``speed`` (forward with
 B = 8, L = 256, ours and transformers' in both dtypes, interleaved), ``features`` (recomputing
 the fused hidden states against reading them from a local cache), ``sizing`` (DSpark and EAGLE-3
 drafters on the target: parameters, a training step, a drafting step against a verification
-step at batch 1). Timings record the thread count and the load average before and after.
+step at batch 1), ``plan`` (the same for ``plans.SMOLLM2``'s drafters, the Markov head
+through the embedding, and one measured chunk of the curves per drafter and temperature: 2
+held-out prompts, the plan's new tokens, gamma fixed). Timings record the thread count and the
+load average before and after.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from specproof.e2e.training.self_distillation import continue_batch
 from specproof.models.smollm2 import QUESTION, chat_prompt, float_folder
 
 PROG = "python -m specproof.runners.e2e.experiments.smollm2_target"
-PARTS = ("gap", "law", "speed", "features", "sizing")
+PARTS = ("gap", "law", "speed", "features", "sizing", "plan")
 DEFAULT_JSON = Path("benchmarks/e2e_smollm2_target.json")
 MASK_TOKEN = 16
 """``<empty_output>``, a special token none of the prompts holds: DSpark's mask slot input."""
@@ -242,10 +245,16 @@ def parameters_of(drafter: torch.nn.Module) -> dict[str, int]:
     return groups
 
 
-def part_sizing(repeats: int, batch: int = 2, window: int = 128, anchors: int = 16) -> dict:
+def part_sizing(
+    repeats: int,
+    batch: int = 2,
+    window: int = 128,
+    anchors: int = 16,
+    configs: tuple[DSparkConfig, DSparkConfig, EagleConfig] | None = None,
+) -> dict:
     target = smollm2_target(torch.float32)
     target_parameters = parameter_count(target)
-    dspark_config, dflash_config, eagle_config = drafter_configs()
+    dspark_config, dflash_config, eagle_config = configs or drafter_configs()
     torch.manual_seed(0)
     drafters: dict[str, torch.nn.Module] = {
         "dspark": DSparkDrafter(target, dspark_config),
@@ -321,6 +330,51 @@ def part_sizing(repeats: int, batch: int = 2, window: int = 128, anchors: int = 
     return out
 
 
+def part_plan(repeats: int) -> dict:
+    """:func:`part_sizing` with ``plans.SMOLLM2``'s drafters, then one chunk of the curves'
+    measurement per drafter and temperature (untrained drafters: the most rounds)."""
+    from specproof.e2e.evaluation.comparisons import Setting, speculative_decoder
+    from specproof.e2e.plans import FAST_VERIFY, SMOLLM2
+    from specproof.reference.schedulers import FixedGamma
+
+    plan = SMOLLM2
+    out = part_sizing(
+        repeats, plan.drafter_batch, plan.window, plan.anchors_per_window,
+        (plan.dspark, plan.dflash, plan.eagle),
+    )  # fmt: skip
+    target = smollm2_target(torch.float32)
+    encode, encode_chat = chat_encoder(tokenizer())
+    corpus = load_corpora()["code"]
+    chunk = [
+        list(p.tokens)
+        for p in domain_prompts(
+            corpus, plan.requests_per_chunk, 3, encode, encode_chat, "evaluation"
+        )
+    ]
+    setting = Setting(plan.new_tokens, FAST_VERIFY)
+    decodes: dict[str, Any] = {"prompt_tokens": [len(c) for c in chunk]}
+    before = load()
+    for name in ("dspark", "dflash", "eagle3"):
+        torch.manual_seed(0)
+        drafter: Any = (
+            EagleDrafter(target, plan.eagle)
+            if name == "eagle3"
+            else DSparkDrafter(target, plan.dspark if name == "dspark" else plan.dflash)
+        )
+        for temperature in plan.temperatures:
+            decode = speculative_decoder(target, drafter, setting, temperature, FixedGamma(), 0)
+            began = time.perf_counter()
+            emitted, rounds = decode(chunk, 0).accepted_totals
+            decodes[f"{name}/T={temperature:g}"] = {
+                "seconds": time.perf_counter() - began,
+                "emitted": int(emitted),
+                "request_rounds": int(rounds),
+            }
+    decodes["load_before"], decodes["load_after"] = before, load()
+    out["chunk"] = decodes
+    return out
+
+
 @torch.no_grad()
 def batch1_steps(
     target: LlamaTarget,
@@ -379,8 +433,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             value = part_speed(args.repeats)
         elif part == "features":
             value = part_features(args.repeats)
-        else:
+        elif part == "sizing":
             value = part_sizing(args.repeats)
+        else:
+            value = part_plan(args.repeats)
         value["measured"] = {
             "started": started,
             "command": f"{PROG} {part} --threads {args.threads} --repeats {args.repeats}",
