@@ -413,7 +413,7 @@ def audit_llamacpp(session: nox.Session) -> None:
     once; docs/results/real_engines.md gives each configuration's seconds); with `--only
     penalties` (repetition, presence and frequency penalties at T = 1 and greedy, 340 runs a
     sampled configuration) the control took 378 s of audit on 2026-12-08 at a load average of
-    8-10 and the draft model more than 23 minutes (stopped unfinished); that day the session's
+    8-10 and the draft model more than 25 minutes (stopped unfinished); that day the session's
     install, the build included, took 79 minutes at a load average of 10-13. Writes the
     llama.cpp entries of benchmarks/engine_audit_real.json and .md."""
     # sentencepiece: the GGUF converter imports it before it falls back to tokenizer.json.
