@@ -177,3 +177,23 @@ def test_a_run_in_two_invocations_equals_one(
     taus = {c["tau"] for r in whole["runs"].values() for p in r["checkpoints"].values()
             for c in p["tau"].values()}  # fmt: skip
     assert len(taus) > 1  # the drafters and steps differ
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        (["--seeds", "1", "1"], "--seeds: each seed may be given once"),
+        (["--prompts", "2"], "--prompts: at least 4"),
+        (["--data", "no-such-folder"], "--data: no-such-folder has no manifest.json"),
+    ],
+)
+def test_bad_arguments_end_the_command_before_any_work(
+    arguments: list[str], named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from specproof.runners.e2e.experiments import smollm2_curves
+
+    with pytest.raises(SystemExit) as stopped:
+        smollm2_curves.main(["--out", str(tmp_path / "out"), *arguments])
+    assert stopped.value.code == 2
+    assert named in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -405,6 +405,43 @@ def curve_data(plan: SubwordPlan, prompts: int) -> CurveData:
     )
 
 
+def add_run_arguments(parser: argparse.ArgumentParser, threads: int) -> None:
+    """--drafters, --seeds, --steps, --prompts and --threads of a curves command."""
+    parser.add_argument("--drafters", nargs="+", choices=DRAFTERS, default=list(DRAFTERS))
+    parser.add_argument("--seeds", nargs="+", type=integer_at_least("--seeds", 0), default=None)
+    parser.add_argument("--steps", nargs="+", type=integer_at_least("--steps", 1), default=None)
+    parser.add_argument("--prompts", type=integer_at_least("--prompts", 2), default=None)
+    parser.add_argument("--threads", type=integer_at_least("--threads", 1), default=threads)
+
+
+class PlanDefaults(Protocol):
+    @property
+    def seeds(self) -> tuple[int, ...]: ...
+    @property
+    def checkpoints(self) -> tuple[int, ...]: ...
+    @property
+    def prompts_per_domain(self) -> int: ...
+    @property
+    def requests_per_chunk(self) -> int: ...
+
+
+def run_arguments(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, plan: PlanDefaults
+) -> tuple[list[int], list[int], int]:
+    """(seeds, steps, prompts per domain) from the arguments or the plan; a repeated seed, too
+    few prompts for two chunks or an ``--out`` that is a file end the command (exit 2)."""
+    seeds: list[int] = args.seeds or list(plan.seeds)
+    steps = sorted(set(args.steps or plan.checkpoints))
+    if len(set(seeds)) != len(seeds):
+        parser.error("argument --seeds: each seed may be given once")
+    prompts: int = args.prompts or plan.prompts_per_domain
+    if prompts < 2 * plan.requests_per_chunk:
+        parser.error(f"argument --prompts: at least {2 * plan.requests_per_chunk} (two chunks)")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"argument --out: {args.out} is not a folder")
+    return seeds, steps, prompts
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = OneLineParser(
         prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -412,22 +449,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--weights", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--plan", choices=sorted(SUBWORD_PLANS), default="full")
-    parser.add_argument("--drafters", nargs="+", choices=DRAFTERS, default=list(DRAFTERS))
-    parser.add_argument("--seeds", nargs="+", type=integer_at_least("--seeds", 0), default=None)
-    parser.add_argument("--steps", nargs="+", type=integer_at_least("--steps", 1), default=None)
-    parser.add_argument("--prompts", type=integer_at_least("--prompts", 2), default=None)
-    parser.add_argument("--threads", type=integer_at_least("--threads", 1), default=1)
+    add_run_arguments(parser, threads=1)
     args = parser.parse_args(argv)
     plan = SUBWORD_PLANS[args.plan]
-    seeds = args.seeds or list(plan.seeds)
-    steps = sorted(set(args.steps or plan.checkpoints))
-    if len(set(seeds)) != len(seeds):
-        parser.error("argument --seeds: each seed may be given once")
-    prompts = args.prompts or plan.prompts_per_domain
-    if prompts < 2 * plan.requests_per_chunk:
-        parser.error(f"argument --prompts: at least {2 * plan.requests_per_chunk} (two chunks)")
-    if args.out.exists() and not args.out.is_dir():
-        parser.error(f"argument --out: {args.out} is not a folder")
+    seeds, steps, prompts = run_arguments(parser, args, plan)
     torch.set_num_threads(args.threads)
     target = loaded(PROG, "--weights", lambda: load_target(args.weights))
     if target.config.vocab != plan.target.vocab:

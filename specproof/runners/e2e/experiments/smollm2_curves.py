@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from specproof.commands.command_rules import OneLineParser, integer_at_least
+from specproof.commands.command_rules import OneLineParser
 from specproof.e2e.data.chat_prompts import chat_encoder, domain_prompts
 from specproof.e2e.data.corpora import load_corpora
 from specproof.e2e.data.smollm2_windows import real_text_stream, smollm2_windows
@@ -34,7 +34,7 @@ from specproof.e2e.plans import SMOLLM2_PLANS, SmolLM2Plan
 from specproof.e2e.training.self_distillation import distilled_streams
 from specproof.models.smollm2 import float_folder
 
-from .learning_curves import DRAFTERS, CurveData, run_curves
+from .learning_curves import CurveData, add_run_arguments, run_arguments, run_curves
 
 PROG = "python -m specproof.runners.e2e.experiments.smollm2_curves"
 DEFAULT_DATA = Path("datasets/smollm2_self_distillation")
@@ -66,23 +66,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--plan", choices=sorted(SMOLLM2_PLANS), default="full")
-    parser.add_argument("--drafters", nargs="+", choices=DRAFTERS, default=list(DRAFTERS))
-    parser.add_argument("--seeds", nargs="+", type=integer_at_least("--seeds", 0), default=None)
-    parser.add_argument("--steps", nargs="+", type=integer_at_least("--steps", 1), default=None)
-    parser.add_argument("--prompts", type=integer_at_least("--prompts", 2), default=None)
-    parser.add_argument("--threads", type=integer_at_least("--threads", 1), default=2)
+    add_run_arguments(parser, threads=2)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     args = parser.parse_args(argv)
     plan = SMOLLM2_PLANS[args.plan]
-    seeds = args.seeds or list(plan.seeds)
-    steps = sorted(set(args.steps or plan.checkpoints))
-    if len(set(seeds)) != len(seeds):
-        parser.error("argument --seeds: each seed may be given once")
-    prompts = args.prompts or plan.prompts_per_domain
-    if prompts < 2 * plan.requests_per_chunk:
-        parser.error(f"argument --prompts: at least {2 * plan.requests_per_chunk} (two chunks)")
-    if args.out.exists() and not args.out.is_dir():
-        parser.error(f"argument --out: {args.out} is not a folder")
+    seeds, steps, prompts = run_arguments(parser, args, plan)
     if not (args.data / "manifest.json").is_file():
         parser.error(f"argument --data: {args.data} has no manifest.json (nox -s smollm2-data)")
     torch.set_num_threads(args.threads)
